@@ -1,0 +1,76 @@
+// Module: the user-facing handle on one `.kiln` program.
+//
+//   kiln::Module module("model.kiln");
+//   if (module.load() != kiln::Error::Ok) { ... kiln::last_error_message() ... }
+//   auto outputs = module.forward({input});
+//
+// Ownership: a Module owns its ProgramFile mapping, its deep copy of the load
+// options, and every loaded method (library, container, weights). Tensors it
+// returns own their memory and outlive the Module.
+// Thread safety: load/load_method/unload_method must not race with anything
+// else on the same Module; execute may be called from several threads at once
+// on loaded methods (each method serialises or parallelises as its backend
+// allows).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/backend_options.h"
+#include "kiln/error.h"
+#include "kiln/export.h"
+#include "kiln/program_file.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+class MethodExecutor;
+
+class KILN_API Module {
+ public:
+  /// Nothing is read until load(). `data_files`: external weight files.
+  explicit Module(std::string path, std::vector<std::string> data_files = {});
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  /// Maps and validates the program, then deep-copies `options` (the caller
+  /// may free its map right after). Validates options against each backend
+  /// the program uses. Commits only on success: on error the Module is left
+  /// as it was. Calling it again replaces the options of methods loaded later.
+  Error load(const LoadBackendOptionsMap& options = {});
+  bool is_loaded() const noexcept;
+
+  /// Loads (dlopen, create container, upload weights) one method. Without
+  /// `options` the Module's copy from load() is used. load() is called first
+  /// with no options if it has not been.
+  Error load_method(std::string_view name, const LoadBackendOptionsMap* options = nullptr);
+  bool is_method_loaded(std::string_view name) const;
+  /// Frees everything the method holds. NotFound if not loaded.
+  Error unload_method(std::string_view name);
+
+  /// Runs a method, loading it first if needed. Inputs are checked against the
+  /// method's contract (count, dtype, rank, static dims, dynamic bounds, device)
+  /// and the error names the input. Inputs are not modified.
+  Result<std::vector<Tensor>> execute(std::string_view name, const std::vector<Tensor>& inputs);
+  Result<std::vector<Tensor>> forward(const std::vector<Tensor>& inputs) { return execute("forward", inputs); }
+
+  Result<std::vector<std::string>> method_names();
+  Result<MethodInfo> method_meta(std::string_view name);
+  /// The mapped program (nullptr before load()).
+  std::shared_ptr<const ProgramFile> program() const;
+
+ private:
+  std::string path_;
+  std::vector<std::string> data_files_;
+  std::shared_ptr<const ProgramFile> program_;
+  LoadBackendOptionsMap options_;
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<MethodExecutor>, std::less<>> methods_;
+};
+
+}  // namespace kiln

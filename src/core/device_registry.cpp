@@ -1,0 +1,28 @@
+#include <array>
+#include <mutex>
+
+#include "kiln/device_interface.h"
+
+namespace kiln {
+namespace {
+// Indexed by DeviceType code; c10 codes are small.
+constexpr size_t kMaxDeviceTypes = 32;
+std::array<DeviceInterface*, kMaxDeviceTypes>& registry() {
+  static std::array<DeviceInterface*, kMaxDeviceTypes> slots{};
+  return slots;
+}
+}  // namespace
+
+void register_device_interface(DeviceInterface* device) {
+  auto code = static_cast<size_t>(device->type());
+  if (code < kMaxDeviceTypes) registry()[code] = device;
+}
+
+DeviceInterface* get_device_interface(DeviceType type) {
+  static std::once_flag once;
+  std::call_once(once, register_builtin_devices);
+  auto code = static_cast<size_t>(type);
+  return code < kMaxDeviceTypes ? registry()[code] : nullptr;
+}
+
+}  // namespace kiln

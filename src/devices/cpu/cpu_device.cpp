@@ -1,0 +1,51 @@
+#include "devices/cpu/cpu_device.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace kiln {
+
+CpuDevice& CpuDevice::instance() {
+  static CpuDevice device;
+  return device;
+}
+
+Result<void*> CpuDevice::allocate(size_t nbytes, int /*index*/, StreamHandle /*stream*/) {
+  constexpr size_t kAlignment = 64;
+  const size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+  const size_t limit = limit_.load();
+  const size_t now = in_use_.fetch_add(rounded) + rounded;
+  if (limit != 0 && now > limit) {
+    in_use_.fetch_sub(rounded);
+    return set_error(Error::OutOfMemory, "CPU allocation of " + std::to_string(nbytes) +
+                                             " bytes exceeds the configured limit of " + std::to_string(limit) +
+                                             " bytes (" + std::to_string(now - rounded) + " in use)");
+  }
+  // A 64-byte header in front of the block records its size for free().
+  void* base = std::aligned_alloc(kAlignment, rounded + kAlignment);
+  if (!base) {
+    in_use_.fetch_sub(rounded);
+    return set_error(Error::OutOfMemory, "CPU allocation of " + std::to_string(nbytes) + " bytes failed");
+  }
+  size_t peak = peak_.load();
+  while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
+  }
+  *static_cast<size_t*>(base) = rounded;
+  return static_cast<char*>(base) + kAlignment;
+}
+
+void CpuDevice::free(void* ptr, int /*index*/, StreamHandle /*stream*/) noexcept {
+  if (!ptr) return;
+  void* base = static_cast<char*>(ptr) - 64;
+  in_use_.fetch_sub(*static_cast<size_t*>(base));
+  std::free(base);
+}
+
+Error CpuDevice::copy(void* dst, const void* src, size_t nbytes, CopyKind /*kind*/, int /*index*/,
+                      StreamHandle /*stream*/) {
+  if (nbytes) std::memmove(dst, src, nbytes);
+  return Error::Ok;
+}
+
+}  // namespace kiln

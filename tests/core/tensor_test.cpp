@@ -1,0 +1,73 @@
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "kiln/tensor.h"
+
+namespace kiln {
+namespace {
+
+TEST(Tensor, EmptyIsContiguousAndAligned) {
+  auto t = Tensor::empty(std::vector<int64_t>{2, 3, 4}, DType::Float32);
+  ASSERT_TRUE(t.ok()) << last_error_message();
+  EXPECT_EQ(t->strides(), (std::vector<int64_t>{12, 4, 1}));
+  EXPECT_EQ(t->numel(), 24);
+  EXPECT_EQ(t->nbytes(), 96u);
+  EXPECT_TRUE(t->is_contiguous());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t->data_ptr()) % 64, 0u);
+}
+
+TEST(Tensor, ViewsShareStorageAndOffset) {
+  auto base = Tensor::empty(std::vector<int64_t>{4, 4}, DType::Float32);
+  ASSERT_TRUE(base.ok());
+  float* p = base->data<float>();
+  std::iota(p, p + 16, 0.0f);
+  auto view = base->make_view(std::vector<int64_t>{2, 2}, std::vector<int64_t>{4, 1}, 5);
+  ASSERT_TRUE(view.ok()) << last_error_message();
+  EXPECT_EQ(view->storage().get(), base->storage().get());
+  EXPECT_EQ(base->storage()->use_count(), 2);
+  EXPECT_EQ(view->data<float>()[0], 5.0f);
+  EXPECT_FALSE(view->is_contiguous());
+}
+
+TEST(Tensor, ViewPastStorageIsRejected) {
+  auto base = Tensor::empty(std::vector<int64_t>{4}, DType::Float32);
+  ASSERT_TRUE(base.ok());
+  auto view = base->make_view(std::vector<int64_t>{4}, std::vector<int64_t>{1}, 1);
+  EXPECT_EQ(view.error(), Error::InvalidArgument);
+  EXPECT_NE(last_error_message().find("past its storage"), std::string::npos);
+}
+
+TEST(Tensor, BorrowedBlobIsNotFreedAndOwnedBlobIsFreedOnce) {
+  float data[6] = {1, 2, 3, 4, 5, 6};
+  int freed = 0;
+  {
+    auto owned = Tensor::from_blob(data, std::vector<int64_t>{2, 3}, std::vector<int64_t>{3, 1}, DType::Float32,
+                                   Device{}, [&](void*) { ++freed; });
+    ASSERT_TRUE(owned.ok());
+    Tensor copy = *owned;
+    EXPECT_EQ(copy.data<float>()[4], 5.0f);
+  }
+  EXPECT_EQ(freed, 1);
+}
+
+TEST(Tensor, StridedCopyTransposes) {
+  auto src = Tensor::empty(std::vector<int64_t>{2, 3}, DType::Float32);
+  ASSERT_TRUE(src.ok());
+  std::iota(src->data<float>(), src->data<float>() + 6, 0.0f);
+  auto transposed = src->make_view(std::vector<int64_t>{3, 2}, std::vector<int64_t>{1, 3}, 0);
+  ASSERT_TRUE(transposed.ok());
+  auto dst = Tensor::empty(std::vector<int64_t>{3, 2}, DType::Float32);
+  ASSERT_TRUE(dst.ok());
+  ASSERT_EQ(copy_tensor(*dst, *transposed), Error::Ok);
+  const float expected[6] = {0, 3, 1, 4, 2, 5};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(dst->data<float>()[i], expected[i]);
+}
+
+TEST(Tensor, GeometryOverflowIsAnError) {
+  auto r = strided_extent_bytes(std::vector<int64_t>{INT64_MAX / 2, 4}, std::vector<int64_t>{4, 1}, DType::Float32);
+  EXPECT_EQ(r.error(), Error::InvalidArgument);
+}
+
+}  // namespace
+}  // namespace kiln
