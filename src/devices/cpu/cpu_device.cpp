@@ -6,6 +6,11 @@
 
 namespace kiln {
 
+CpuDevice::CpuDevice() {
+  const char* poison = std::getenv("KILN_POISON_ALLOCATIONS");
+  poison_ = poison && *poison && *poison != '0';
+}
+
 CpuDevice& CpuDevice::instance() {
   static CpuDevice device;
   return device;
@@ -32,6 +37,10 @@ Result<void*> CpuDevice::allocate(size_t nbytes, int /*index*/, StreamHandle /*s
   while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
   }
   *static_cast<size_t*>(base) = rounded;
+  // Tests set KILN_POISON_ALLOCATIONS=1: every new block is filled with 0xFF
+  // (NaN in every float format), so an output a kernel forgot to write cannot
+  // pass a comparison by accident.
+  if (poison_) std::memset(static_cast<char*>(base) + kAlignment, 0xFF, rounded);
   return static_cast<char*>(base) + kAlignment;
 }
 

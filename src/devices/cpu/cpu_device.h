@@ -11,6 +11,7 @@ namespace kiln {
 
 class CpuDevice final : public DeviceInterface {
  public:
+  CpuDevice();
   DeviceType type() const noexcept override { return DeviceType::CPU; }
   int device_count() const noexcept override { return 1; }
   Result<void*> allocate(size_t nbytes, int index, StreamHandle stream) override;
@@ -30,6 +31,7 @@ class CpuDevice final : public DeviceInterface {
   std::atomic<size_t> limit_{0};
   std::atomic<size_t> in_use_{0};
   std::atomic<size_t> peak_{0};
+  bool poison_ = false;
 };
 
 }  // namespace kiln

@@ -1,0 +1,156 @@
+#include "aoti/aoti_library.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "aoti/elf_symbols.h"
+#include "kiln/log.h"
+
+namespace kiln::aoti {
+namespace {
+
+Error write_all(int fd, std::span<const uint8_t> bytes, const std::string& what) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return set_error(Error::IoError, "writing " + what + ": " + std::strerror(errno));
+    done += static_cast<size_t>(n);
+  }
+  return Error::Ok;
+}
+
+Error patch_unique_bindings(int fd, const DynamicSymbols& symbols, const std::string& what) {
+  for (uint64_t offset : symbols.unique_binding_offsets) {
+    uint8_t info = 0;
+    if (::pread(fd, &info, 1, static_cast<off_t>(offset)) != 1)
+      return set_error(Error::IoError, "reading " + what + ": " + std::strerror(errno));
+    info = static_cast<uint8_t>(ELF64_ST_INFO(STB_GLOBAL, ELF64_ST_TYPE(info)));
+    if (::pwrite(fd, &info, 1, static_cast<off_t>(offset)) != 1)
+      return set_error(Error::IoError, "writing " + what + ": " + std::strerror(errno));
+  }
+  return Error::Ok;
+}
+
+Result<void*> dlopen_path(const std::string& path, std::string_view label) {
+  dlerror();
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) {
+    const char* why = dlerror();
+    return set_error(Error::BackendFailed,
+                     std::string(label) + ": loading the model library failed: " + (why ? why : "unknown error"));
+  }
+  return handle;
+}
+
+// Private temporary file: 0700 directory, O_EXCL file, both removed before
+// returning on every path.
+Result<void*> load_through_temp_file(std::span<const uint8_t> bytes, const DynamicSymbols& symbols,
+                                     std::string_view label) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir_template = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-XXXXXX";
+  std::vector<char> dir(dir_template.begin(), dir_template.end());
+  dir.push_back('\0');
+  if (!::mkdtemp(dir.data()))  // mkdtemp creates it 0700
+    return set_error(Error::IoError, std::string("creating a private temporary directory: ") + std::strerror(errno));
+  const std::string dir_path(dir.data());
+  const std::string file_path = dir_path + "/model.so";
+  struct Cleanup {
+    const std::string& file;
+    const std::string& dir;
+    ~Cleanup() {
+      ::unlink(file.c_str());
+      ::rmdir(dir.c_str());
+    }
+  } cleanup{file_path, dir_path};
+  int fd = ::open(file_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+  if (fd < 0) return set_error(Error::IoError, "creating " + file_path + ": " + std::strerror(errno));
+  Error err = write_all(fd, bytes, file_path);
+  if (err == Error::Ok) err = patch_unique_bindings(fd, symbols, file_path);
+  ::close(fd);
+  if (err != Error::Ok) return err;
+  return dlopen_path(file_path, label);
+}
+
+// The shims are found with dlsym(RTLD_DEFAULT); a library that imports a name
+// this process cannot resolve would otherwise fail inside dlopen one symbol
+// at a time, or (lazy binding) crash on first call.
+Error check_shim_imports(const DynamicSymbols& symbols, std::string_view label) {
+  std::string missing;
+  size_t count = 0;
+  for (const std::string& name : symbols.undefined) {
+    if (name.rfind("aoti_torch_", 0) != 0) continue;
+    if (::dlsym(RTLD_DEFAULT, name.c_str())) continue;
+    missing += (count++ ? ", " : "") + name;
+  }
+  if (count == 0) return Error::Ok;
+  return set_error(Error::MissingShim, std::string(label) + ": the model library imports " + std::to_string(count) +
+                                           " shim function(s) this Kiln runtime does not implement: " + missing +
+                                           ". Re-export with a backend whose supported-kernel list matches this "
+                                           "runtime, or upgrade Kiln.");
+}
+
+}  // namespace
+
+void export_runtime_symbols_globally() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info info{};
+    if (!::dladdr(reinterpret_cast<void*>(&export_runtime_symbols_globally), &info) || !info.dli_fname) return;
+    // Re-opening an already loaded object with RTLD_GLOBAL promotes its
+    // symbols into the global scope. For the main executable this is a
+    // no-op (its exported symbols are already global).
+    void* self = ::dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+    if (!self) {
+      KILN_LOG(Debug, std::string("could not re-open ") + info.dli_fname + " RTLD_GLOBAL (fine for executables)");
+      return;
+    }
+    // Keep the reference: the runtime must stay loaded while models use it.
+  });
+}
+
+Result<std::unique_ptr<AotiLibrary>> AotiLibrary::load(std::span<const uint8_t> bytes, std::string_view label) {
+  export_runtime_symbols_globally();
+  KILN_ASSIGN_OR_RETURN(DynamicSymbols symbols, read_dynamic_symbols(bytes));
+  KILN_RETURN_IF_ERROR(check_shim_imports(symbols, label));
+
+  const std::string what = std::string(label) + " library";
+  int fd = ::memfd_create("kiln-model", MFD_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOSYS && errno != EPERM && errno != EINVAL)
+      return set_error(Error::IoError, std::string("memfd_create: ") + std::strerror(errno));
+    KILN_LOG(Info, "memfd_create unavailable; loading through a private temporary file");
+    KILN_ASSIGN_OR_RETURN(void* handle, load_through_temp_file(bytes, symbols, label));
+    return std::unique_ptr<AotiLibrary>(new AotiLibrary(handle));
+  }
+  Error err = write_all(fd, bytes, what);
+  if (err == Error::Ok) err = patch_unique_bindings(fd, symbols, what);
+  if (err != Error::Ok) {
+    ::close(fd);
+    return err;
+  }
+  auto handle = dlopen_path("/proc/self/fd/" + std::to_string(fd), label);
+  // The mapping keeps the memfd's pages alive; the descriptor is not needed.
+  ::close(fd);
+  if (!handle.ok()) return handle.error();
+  return std::unique_ptr<AotiLibrary>(new AotiLibrary(*handle));
+}
+
+AotiLibrary::~AotiLibrary() {
+  if (handle_) ::dlclose(handle_);
+}
+
+void* AotiLibrary::symbol(const char* name) const noexcept { return ::dlsym(handle_, name); }
+
+}  // namespace kiln::aoti

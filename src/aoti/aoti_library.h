@@ -1,0 +1,44 @@
+// AotiLibrary: one model shared library, loaded from bytes in memory.
+//
+// The bytes (already digest-checked by ProgramFile) are written to an
+// anonymous memfd and dlopen'ed through /proc/self/fd, so compiled code never
+// touches the filesystem. Where memfd_create is unavailable the fallback is a
+// private temporary file (0700 directory, O_EXCL, removed on every path).
+// Before dlopen every aoti_torch_* import is checked against the shims this
+// process provides; all missing names are reported at once.
+//
+// Ownership: owns the dlopen handle; the destructor dlcloses it. Symbols
+// looked up from it are valid while it lives. Not copyable.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "kiln/error.h"
+
+namespace kiln::aoti {
+
+class AotiLibrary {
+ public:
+  /// `label` names the library in messages (e.g. "method 'forward'").
+  static Result<std::unique_ptr<AotiLibrary>> load(std::span<const uint8_t> bytes, std::string_view label);
+  ~AotiLibrary();
+  AotiLibrary(const AotiLibrary&) = delete;
+  AotiLibrary& operator=(const AotiLibrary&) = delete;
+
+  /// The address of `name`, or nullptr.
+  void* symbol(const char* name) const noexcept;
+
+ private:
+  explicit AotiLibrary(void* handle) : handle_(handle) {}
+  void* handle_;
+};
+
+/// Makes this runtime's aoti_torch_* definitions visible to libraries loaded
+/// later, however the runtime itself was loaded (linked executable, dlopen,
+/// Python ctypes without RTLD_GLOBAL). Idempotent.
+void export_runtime_symbols_globally();
+
+}  // namespace kiln::aoti

@@ -1,0 +1,134 @@
+#include "kiln/module.h"
+
+#include "runtime/backend.h"
+#include "runtime/input_validation.h"
+
+namespace kiln {
+
+Module::Module(std::string path, std::vector<std::string> data_files)
+    : path_(std::move(path)), data_files_(std::move(data_files)) {}
+
+Module::~Module() = default;
+
+namespace {
+// Every backend named in `options` must exist and accept its options; every
+// backend the program uses must exist.
+Error validate_against_program(const ProgramFile& program, const LoadBackendOptionsMap& options) {
+  for (const auto& [backend_name, backend_options] : options.entries()) {
+    Backend* backend = find_backend(backend_name);
+    if (!backend) {
+      std::string known;
+      for (auto name : backend_names()) known += (known.empty() ? "" : ", ") + std::string(name);
+      return set_error(Error::InvalidArgument,
+                       "options given for unknown backend '" + backend_name + "' (known: " + known + ")");
+    }
+    KILN_RETURN_IF_ERROR(backend->validate_options(backend_options));
+  }
+  for (const MethodInfo& method : program.methods())
+    if (!find_backend(method.backend))
+      return set_error(Error::NotSupported, "method '" + method.name + "' needs backend '" + method.backend +
+                                                "', which this build of Kiln does not have");
+  return Error::Ok;
+}
+}  // namespace
+
+Error Module::load(const LoadBackendOptionsMap& options) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::shared_ptr<const ProgramFile> program = program_;
+  if (!program) {
+    KILN_ASSIGN_OR_RETURN(program, ProgramFile::open(path_, data_files_));
+  }
+  KILN_RETURN_IF_ERROR(validate_against_program(*program, options));
+  // Commit: deep copy of the caller's map, so the caller may free it now.
+  options_ = options;
+  program_ = std::move(program);
+  return Error::Ok;
+}
+
+bool Module::is_loaded() const noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return program_ != nullptr;
+}
+
+Error Module::load_method(std::string_view name, const LoadBackendOptionsMap* options) {
+  if (!is_loaded()) KILN_RETURN_IF_ERROR(load());
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (methods_.count(name)) return Error::Ok;
+  const MethodInfo* method = program_->find_method(name);
+  if (!method) return set_error(Error::NotFound, "program '" + path_ + "' has no method '" + std::string(name) + "'");
+  Backend* backend = find_backend(method->backend);
+  if (!backend)
+    return set_error(Error::NotSupported, "method '" + method->name + "' needs backend '" + method->backend +
+                                              "', which this build of Kiln does not have");
+  const LoadBackendOptionsMap& chosen = options ? *options : options_;
+  static const BackendOptions kNoOptions;
+  const BackendOptions* backend_options = chosen.options_for(method->backend);
+  if (!backend_options) backend_options = &kNoOptions;
+  KILN_RETURN_IF_ERROR(backend->validate_options(*backend_options));
+  KILN_ASSIGN_OR_RETURN(std::unique_ptr<MethodExecutor> executor,
+                        backend->load_method(program_, *method, *backend_options));
+  methods_.emplace(std::string(name), std::shared_ptr<MethodExecutor>(std::move(executor)));
+  return Error::Ok;
+}
+
+bool Module::is_method_loaded(std::string_view name) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return methods_.count(name) != 0;
+}
+
+Error Module::unload_method(std::string_view name) {
+  std::shared_ptr<MethodExecutor> executor;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = methods_.find(name);
+    if (it == methods_.end())
+      return set_error(Error::NotFound, "method '" + std::string(name) + "' is not loaded");
+    executor = std::move(it->second);
+    methods_.erase(it);
+  }
+  // The executor is destroyed here, or when the last in-flight execute ends.
+  return Error::Ok;
+}
+
+Result<std::vector<Tensor>> Module::execute(std::string_view name, const std::vector<Tensor>& inputs) {
+  std::shared_ptr<MethodExecutor> executor;
+  const MethodInfo* method = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto it = methods_.find(name); it != methods_.end()) executor = it->second;
+  }
+  if (!executor) {
+    KILN_RETURN_IF_ERROR(load_method(name));
+    std::lock_guard<std::mutex> lock(mutex_);
+    executor = methods_.find(name)->second;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    method = program_->find_method(name);
+  }
+  KILN_RETURN_IF_ERROR(validate_inputs(*method, inputs));
+  return executor->execute(inputs);
+}
+
+Result<std::vector<std::string>> Module::method_names() {
+  if (!is_loaded()) KILN_RETURN_IF_ERROR(load());
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> names;
+  for (const MethodInfo& method : program_->methods()) names.push_back(method.name);
+  return names;
+}
+
+Result<MethodInfo> Module::method_meta(std::string_view name) {
+  if (!is_loaded()) KILN_RETURN_IF_ERROR(load());
+  std::lock_guard<std::mutex> lock(mutex_);
+  const MethodInfo* method = program_->find_method(name);
+  if (!method) return set_error(Error::NotFound, "program '" + path_ + "' has no method '" + std::string(name) + "'");
+  return *method;
+}
+
+std::shared_ptr<const ProgramFile> Module::program() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return program_;
+}
+
+}  // namespace kiln

@@ -1,0 +1,58 @@
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "kiln/backend_options.h"
+#include "runtime/backend.h"
+
+namespace kiln {
+namespace {
+
+TEST(BackendOptions, TypedGettersOnlyMatchTheirType) {
+  BackendOptions o;
+  o.set("num_models", 4);
+  o.set("name", "fast");
+  o.set("flag", true);
+  EXPECT_EQ(o.get_int("num_models"), 4);
+  EXPECT_FALSE(o.get_bool("num_models").has_value());
+  EXPECT_EQ(o.get_string("name"), "fast");
+  EXPECT_EQ(o.get_bool("flag"), true);
+  EXPECT_EQ(o.find("missing"), nullptr);
+}
+
+TEST(BackendOptions, MapIsADeepCopy) {
+  LoadBackendOptionsMap copy;
+  {
+    auto map = std::make_unique<LoadBackendOptionsMap>();
+    BackendOptions o;
+    std::string value = "temporary";
+    o.set("key", value);
+    map->set_options("aoti", o);
+    copy = *map;
+  }  // the original map and strings are gone
+  ASSERT_NE(copy.options_for("aoti"), nullptr);
+  EXPECT_EQ(copy.options_for("aoti")->get_string("key"), "temporary");
+  EXPECT_EQ(copy.options_for("other"), nullptr);
+}
+
+TEST(BackendRegistry, AotiIsRegisteredAndRejectsUnknownOptions) {
+  Backend* aoti = find_backend("aoti");
+  ASSERT_NE(aoti, nullptr);
+  EXPECT_EQ(find_backend("nope"), nullptr);
+  BackendOptions good;
+  good.set("num_models", 2);
+  EXPECT_EQ(aoti->validate_options(good), Error::Ok);
+  BackendOptions unknown;
+  unknown.set("turbo", true);
+  EXPECT_EQ(aoti->validate_options(unknown), Error::InvalidArgument);
+  EXPECT_NE(last_error_message().find("unknown option 'aoti.turbo'"), std::string::npos);
+  BackendOptions mistyped;
+  mistyped.set("num_models", "two");
+  EXPECT_EQ(aoti->validate_options(mistyped), Error::InvalidArgument);
+  BackendOptions out_of_range;
+  out_of_range.set("num_models", 0);
+  EXPECT_EQ(aoti->validate_options(out_of_range), Error::InvalidArgument);
+}
+
+}  // namespace
+}  // namespace kiln

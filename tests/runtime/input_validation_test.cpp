@@ -1,0 +1,55 @@
+#include <gtest/gtest.h>
+
+#include "runtime/input_validation.h"
+
+namespace kiln {
+namespace {
+
+MethodInfo make_method() {
+  MethodInfo m;
+  m.name = "forward";
+  m.device = "cpu";
+  TensorSpec x;
+  x.name = "x";
+  x.dtype = DType::Float32;
+  x.dims = {DimSpec{4, true, 1, 64, "batch"}, DimSpec{16, false, 0, -1, ""}};
+  TensorSpec ids;
+  ids.name = "ids";
+  ids.dtype = DType::Int64;
+  ids.dims = {DimSpec{3}};
+  m.inputs = {x, ids};
+  return m;
+}
+
+Tensor make(std::vector<int64_t> sizes, DType dtype) { return *Tensor::empty(sizes, dtype); }
+
+TEST(InputValidation, AcceptsTensorsWithinTheContract) {
+  auto m = make_method();
+  std::vector<Tensor> in = {make({7, 16}, DType::Float32), make({3}, DType::Int64)};
+  EXPECT_EQ(validate_inputs(m, in), Error::Ok) << last_error_message();
+}
+
+TEST(InputValidation, NamesTheWrongInputAndWhy) {
+  auto m = make_method();
+  struct Case {
+    std::vector<Tensor> inputs;
+    std::string expected;
+  };
+  std::vector<Case> cases = {
+      {{make({7, 16}, DType::Float32)}, "takes 2 inputs, got 1"},
+      {{make({7, 16}, DType::Float64), make({3}, DType::Int64)}, "input 0 ('x') must be float32, got float64"},
+      {{make({7, 16, 1}, DType::Float32), make({3}, DType::Int64)}, "input 0 ('x') must have rank 2"},
+      {{make({7, 15}, DType::Float32), make({3}, DType::Int64)}, "input 0 ('x') dim 1 is 15"},
+      {{make({65, 16}, DType::Float32), make({3}, DType::Int64)}, "dim 0 is 65 but must be in [batch:1..64, 16]"},
+      {{make({0, 16}, DType::Float32), make({3}, DType::Int64)}, "dim 0 is 0"},
+      {{make({2, 16}, DType::Float32), Tensor()}, "input 1 ('ids') is an undefined tensor"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(validate_inputs(m, c.inputs), Error::InvalidArgument);
+    EXPECT_NE(last_error_message().find(c.expected), std::string::npos)
+        << "message: " << last_error_message() << "\nexpected to contain: " << c.expected;
+  }
+}
+
+}  // namespace
+}  // namespace kiln
