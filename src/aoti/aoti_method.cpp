@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "aoti/shim/shim_state.h"
 #include "aoti/shim/tensor_handle.h"
 #include "kiln/log.h"
 
@@ -84,6 +85,7 @@ Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) 
   std::vector<AtenTensorHandle> output_handles(num_outputs_, nullptr);
 
   clear_error();
+  (void)take_check_failure();  // a stale flag from an earlier call on this thread
   const AOTIRuntimeError status = entry_.run(container_, input_handles.data(), input_handles.size(),
                                              output_handles.data(), output_handles.size(), nullptr, nullptr);
   std::vector<Tensor> outputs;
@@ -92,7 +94,10 @@ Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) 
     if (Tensor* t = from_handle(handle)) outputs.push_back(std::move(*t));
     delete_handle(handle);
   }
-  if (status != 0) return backend_failure("method '" + name_ + "': running the model");
+  // A failed aoti_torch_check cannot stop the model from inside the hook; the
+  // run is reported as failed here instead.
+  const bool check_failed = take_check_failure();
+  if (status != 0 || check_failed) return backend_failure("method '" + name_ + "': running the model");
   for (size_t i = 0; i < outputs.size(); ++i)
     if (!outputs[i].defined())
       return set_error(Error::BackendFailed, "method '" + name_ + "': output " + std::to_string(i) + " is missing");

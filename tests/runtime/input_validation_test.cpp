@@ -16,7 +16,7 @@ MethodInfo make_method() {
   TensorSpec ids;
   ids.name = "ids";
   ids.dtype = DType::Int64;
-  ids.dims = {DimSpec{3}};
+  ids.dims = {DimSpec{3, false, 0, -1, ""}};
   m.inputs = {x, ids};
   return m;
 }

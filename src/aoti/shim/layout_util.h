@@ -1,0 +1,20 @@
+// Stride rules shared by shims that allocate "like" another tensor (clone,
+// attention outputs), mirroring ATen's memory-format-preserving allocation so
+// that strides the compiled model baked in at export match at run time.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace kiln::aoti {
+
+/// True if the elements tile a contiguous block exactly once under some
+/// permutation of dimensions (size-1 dimensions ignored).
+bool non_overlapping_and_dense(std::span<const int64_t> sizes, std::span<const int64_t> strides);
+
+/// Strides for a fresh tensor "like" one with these sizes/strides: the same
+/// strides if that tensor is non-overlapping and dense, else contiguous.
+std::vector<int64_t> strides_like(std::span<const int64_t> sizes, std::span<const int64_t> strides);
+
+}  // namespace kiln::aoti

@@ -1,0 +1,54 @@
+#include "devices/cpu/ops/blas_library.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "kiln/log.h"
+
+namespace kiln::cpu {
+namespace {
+struct Loaded {
+  BlasFunctions functions{};
+  std::string failure;  // empty on success
+};
+
+Loaded load() {
+  Loaded loaded;
+  std::string tried;
+  const char* env = std::getenv("KILN_BLAS_LIBRARY");
+  const char* candidates[] = {env && *env ? env : nullptr, "libopenblas.so.0", "libblas.so.3"};
+  for (const char* name : candidates) {
+    if (!name) continue;
+    // RTLD_LOCAL: BLAS symbols must not leak into model libraries' scope.
+    void* handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char* why = dlerror();
+      tried += std::string(tried.empty() ? "" : "; ") + name + ": " + (why ? why : "not found");
+      continue;
+    }
+    loaded.functions.sgemm = reinterpret_cast<decltype(loaded.functions.sgemm)>(::dlsym(handle, "cblas_sgemm"));
+    loaded.functions.dgemm = reinterpret_cast<decltype(loaded.functions.dgemm)>(::dlsym(handle, "cblas_dgemm"));
+    if (loaded.functions.sgemm && loaded.functions.dgemm) {
+      KILN_LOG(Info, std::string("CPU BLAS: ") + name);
+      return loaded;  // the handle stays open for the life of the process
+    }
+    tried += std::string(tried.empty() ? "" : "; ") + name + ": has no cblas_sgemm/cblas_dgemm";
+    ::dlclose(handle);
+  }
+  loaded.failure = "no CBLAS library could be opened for the CPU matrix ops (" + tried +
+                   "). Install OpenBLAS (Debian/Ubuntu: apt-get install libopenblas0) or point "
+                   "KILN_BLAS_LIBRARY at a library that provides cblas_sgemm.";
+  return loaded;
+}
+}  // namespace
+
+Result<const BlasFunctions*> blas() {
+  static const Loaded loaded = load();
+  if (!loaded.failure.empty()) return set_error(Error::NotSupported, loaded.failure);
+  return &loaded.functions;
+}
+
+}  // namespace kiln::cpu

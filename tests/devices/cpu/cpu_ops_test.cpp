@@ -1,0 +1,562 @@
+// CPU fallback ops against naive reference loops written here, independently
+// of the BLAS/im2col paths under test (double accumulation, direct formulas).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "aoti/shim/shim_abi.h"
+#include "devices/cpu/ops/half_float.h"
+#include "kiln/error.h"
+
+namespace {
+
+constexpr int32_t kF32 = 6, kF64 = 7, kBF16 = 15, kF16 = 5, kBool = 11;
+
+struct Handle {
+  AtenTensorHandle h = nullptr;
+  Handle() = default;
+  Handle(const Handle&) = delete;
+  Handle& operator=(const Handle&) = delete;
+  ~Handle() { aoti_torch_delete_tensor_object(h); }
+  AtenTensorHandle* out() { return &h; }
+  operator AtenTensorHandle() const { return h; }
+};
+
+// Deterministic values in [-1, 1).
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  float next() {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<float>((s >> 40) & 0xFFFFFF) / 8388608.0f - 1.0f;
+  }
+};
+
+// A tensor with explicit strides holding `logical` values (row-major order);
+// values are rounded to the dtype, and `logical` is updated to what is stored.
+void make(Handle& t, std::vector<float>& logical, const std::vector<int64_t>& sizes,
+          const std::vector<int64_t>& strides, int32_t dtype) {
+  ASSERT_EQ(aoti_torch_empty_strided(static_cast<int64_t>(sizes.size()), sizes.data(), strides.data(), dtype, 0, 0,
+                                     t.out()),
+            0)
+      << kiln::last_error_message();
+  void* p = nullptr;
+  ASSERT_EQ(aoti_torch_get_data_ptr(t, &p), 0);
+  std::vector<int64_t> idx(sizes.size(), 0);
+  for (size_t k = 0; k < logical.size(); ++k) {
+    int64_t off = 0;
+    for (size_t d = 0; d < sizes.size(); ++d) off += idx[d] * strides[d];
+    float v = logical[k];
+    if (dtype == kF32) {
+      static_cast<float*>(p)[off] = v;
+    } else if (dtype == kF64) {
+      static_cast<double*>(p)[off] = v;
+    } else if (dtype == kBF16) {
+      const uint16_t b = kiln::cpu::float_to_bf16(v);
+      static_cast<uint16_t*>(p)[off] = b;
+      logical[k] = kiln::cpu::bf16_to_float(b);
+    } else if (dtype == kF16) {
+      const uint16_t b = kiln::cpu::float_to_half(v);
+      static_cast<uint16_t*>(p)[off] = b;
+      logical[k] = kiln::cpu::half_to_float(b);
+    } else if (dtype == kBool) {
+      static_cast<uint8_t*>(p)[off] = v != 0.0f;
+    }
+    for (size_t d = sizes.size(); d-- > 0;) {
+      if (++idx[d] < sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+std::vector<float> random_values(size_t n, uint64_t seed) {
+  Rng r(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = r.next();
+  return v;
+}
+
+std::vector<int64_t> contiguous(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> s(sizes.size());
+  int64_t acc = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    s[i] = acc;
+    acc *= sizes[i];
+  }
+  return s;
+}
+
+// Reads a tensor back in row-major logical order as floats (any strides).
+std::vector<float> read(AtenTensorHandle t) {
+  int64_t dim = 0, *sizes = nullptr, *strides = nullptr;
+  int32_t dtype = 0;
+  void* p = nullptr;
+  EXPECT_EQ(aoti_torch_get_dim(t, &dim), 0);
+  EXPECT_EQ(aoti_torch_get_sizes(t, &sizes), 0);
+  EXPECT_EQ(aoti_torch_get_strides(t, &strides), 0);
+  EXPECT_EQ(aoti_torch_get_dtype(t, &dtype), 0);
+  EXPECT_EQ(aoti_torch_get_data_ptr(t, &p), 0);
+  int64_t n = 1;
+  for (int64_t d = 0; d < dim; ++d) n *= sizes[d];
+  std::vector<float> out(static_cast<size_t>(n));
+  std::vector<int64_t> idx(static_cast<size_t>(dim), 0);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t off = 0;
+    for (int64_t d = 0; d < dim; ++d) off += idx[d] * strides[d];
+    if (dtype == kF32) out[k] = static_cast<float*>(p)[off];
+    if (dtype == kF64) out[k] = static_cast<float>(static_cast<double*>(p)[off]);
+    if (dtype == kBF16) out[k] = kiln::cpu::bf16_to_float(static_cast<uint16_t*>(p)[off]);
+    if (dtype == kF16) out[k] = kiln::cpu::half_to_float(static_cast<uint16_t*>(p)[off]);
+    for (int64_t d = dim; d-- > 0;) {
+      if (++idx[d] < sizes[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+void expect_close(const std::vector<float>& got, const std::vector<double>& want, double rtol,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double scale = 0;
+  for (double w : want) scale = std::max(scale, std::abs(w));
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_NEAR(got[i], want[i], rtol * std::max(1.0, scale)) << what << " at " << i;
+}
+
+// ---------------------------------------------------------------- mm / addmm / bmm
+
+std::vector<double> ref_matmul(const std::vector<float>& a, const std::vector<float>& b, int64_t bs, int64_t m,
+                               int64_t k, int64_t n) {
+  std::vector<double> c(static_cast<size_t>(bs * m * n), 0.0);
+  for (int64_t z = 0; z < bs; ++z)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < k; ++p) acc += double(a[(z * m + i) * k + p]) * b[(z * k + p) * n + j];
+        c[(z * m + i) * n + j] = acc;
+      }
+  return c;
+}
+
+struct MmCase {
+  bool a_t, b_t, out_t;
+  int32_t dtype;
+};
+
+TEST(CpuMm, LayoutsAndDtypes) {
+  const int64_t m = 7, k = 5, n = 6;
+  const MmCase cases[] = {{false, false, false, kF32}, {true, false, false, kF32}, {false, true, false, kF32},
+                          {true, true, true, kF32},    {false, false, true, kF64}, {true, false, false, kBF16},
+                          {false, true, false, kF16}};
+  for (const auto& c : cases) {
+    auto av = random_values(m * k, 1), bv = random_values(k * n, 2);
+    Handle a, b, out;
+    make(a, av, {m, k}, c.a_t ? std::vector<int64_t>{1, m} : std::vector<int64_t>{k, 1}, c.dtype);
+    make(b, bv, {k, n}, c.b_t ? std::vector<int64_t>{1, k} : std::vector<int64_t>{n, 1}, c.dtype);
+    std::vector<float> ov(m * n, std::numeric_limits<float>::quiet_NaN());
+    make(out, ov, {m, n}, c.out_t ? std::vector<int64_t>{1, m} : std::vector<int64_t>{n, 1}, c.dtype);
+    ASSERT_EQ(aoti_torch_cpu_mm_out(out, a, b), 0) << kiln::last_error_message();
+    const double tol = (c.dtype == kBF16 || c.dtype == kF16) ? 2e-2 : 1e-5;
+    expect_close(read(out), ref_matmul(av, bv, 1, m, k, n), tol,
+                 "mm dtype " + std::to_string(c.dtype) + " at=" + std::to_string(c.a_t));
+  }
+}
+
+TEST(CpuMm, ScatteredOperandsAreHandled) {
+  // Neither rows nor columns unit-stride: a is every other element of a larger buffer.
+  const int64_t m = 4, k = 3, n = 5;
+  auto av = random_values(m * k, 3), bv = random_values(k * n, 4);
+  Handle a, b, out;
+  make(a, av, {m, k}, {2 * k * 2, 2}, kF32);
+  make(b, bv, {k, n}, {n, 1}, kF32);
+  std::vector<float> ov(m * n, 0.0f);
+  make(out, ov, {m, n}, {2 * n, 2}, kF32);  // scattered output too
+  ASSERT_EQ(aoti_torch_cpu_mm_out(out, a, b), 0) << kiln::last_error_message();
+  expect_close(read(out), ref_matmul(av, bv, 1, m, k, n), 1e-5, "scattered mm");
+}
+
+TEST(CpuAddmm, BetaAlphaAndBroadcastBias) {
+  const int64_t m = 6, k = 8, n = 5;
+  const double betas[] = {0.0, 1.0, 0.5};
+  for (int32_t dtype : {kF32, kBF16}) {
+    for (double beta : betas) {
+      const double alpha = 1.5;
+      auto xv = random_values(m * k, 5), wv = random_values(n * k, 6), bias = random_values(n, 7);
+      Handle x, wt, bt, out;
+      make(x, xv, {m, k}, {k, 1}, dtype);
+      // linear(): mat2 is weight.t(), a transposed view of a [n, k] weight.
+      make(wt, wv, {k, n}, {1, k}, dtype);
+      make(bt, bias, {n}, {1}, dtype);
+      std::vector<float> ov(m * n, std::numeric_limits<float>::quiet_NaN());
+      make(out, ov, {m, n}, {n, 1}, dtype);
+      ASSERT_EQ(aoti_torch_cpu_addmm_out(out, bt, x, wt, beta, alpha), 0) << kiln::last_error_message();
+      auto want = ref_matmul(xv, wv, 1, m, k, n);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) want[i * n + j] = alpha * want[i * n + j] + beta * bias[j];
+      expect_close(read(out), want, dtype == kF32 ? 1e-5 : 2e-2, "addmm beta " + std::to_string(beta));
+    }
+  }
+}
+
+TEST(CpuAddmm, InPlaceFullSelf) {
+  const int64_t m = 3, k = 4, n = 2;
+  auto av = random_values(m * k, 8), bv = random_values(k * n, 9), cv = random_values(m * n, 10);
+  Handle a, b, c;
+  make(a, av, {m, k}, {k, 1}, kF32);
+  make(b, bv, {k, n}, {n, 1}, kF32);
+  make(c, cv, {m, n}, {n, 1}, kF32);
+  ASSERT_EQ(aoti_torch_cpu_addmm_out(c, c, a, b, 1.0, 1.0), 0) << kiln::last_error_message();
+  auto want = ref_matmul(av, bv, 1, m, k, n);
+  for (size_t i = 0; i < want.size(); ++i) want[i] += cv[i];
+  expect_close(read(c), want, 1e-5, "addmm in place");
+}
+
+TEST(CpuBmm, BatchesAndTransposedOperands) {
+  const int64_t bs = 3, m = 4, k = 6, n = 5;
+  for (int32_t dtype : {kF32, kBF16}) {
+    auto av = random_values(bs * m * k, 11), bv = random_values(bs * k * n, 12);
+    Handle a, b, out;
+    make(a, av, {bs, m, k}, {m * k, k, 1}, dtype);
+    make(b, bv, {bs, k, n}, {k * n, 1, k}, dtype);  // each matrix stored transposed
+    std::vector<float> ov(bs * m * n, 0.0f);
+    make(out, ov, {bs, m, n}, {m * n, n, 1}, dtype);
+    ASSERT_EQ(aoti_torch_cpu_bmm_out(out, a, b), 0) << kiln::last_error_message();
+    expect_close(read(out), ref_matmul(av, bv, bs, m, k, n), dtype == kF32 ? 1e-5 : 2e-2, "bmm");
+  }
+}
+
+TEST(CpuMm, BadArgumentsFail) {
+  auto v = random_values(12, 1);
+  Handle a, b, out, out_bf;
+  make(a, v, {3, 4}, {4, 1}, kF32);
+  make(b, v, {3, 4}, {4, 1}, kF32);
+  auto o = random_values(9, 1);
+  make(out, o, {3, 3}, {3, 1}, kF32);
+  EXPECT_EQ(aoti_torch_cpu_mm_out(out, a, b), 1);
+  EXPECT_NE(kiln::last_error_message().find("aoti_torch_cpu_mm_out: shape mismatch: self [3, 4] @ mat2 [3, 4]"),
+            std::string::npos)
+      << kiln::last_error_message();
+  EXPECT_EQ(aoti_torch_cpu_mm_out(out, nullptr, b), 1);
+  EXPECT_NE(kiln::last_error_message().find("'self' is a null tensor handle"), std::string::npos);
+  auto ob = random_values(16, 1);
+  make(out_bf, ob, {4, 4}, {4, 1}, kBF16);
+  Handle bt;
+  make(bt, v, {4, 3}, {3, 1}, kF32);
+  Handle a4;
+  make(a4, ob, {4, 4}, {4, 1}, kF32);
+  EXPECT_EQ(aoti_torch_cpu_mm_out(out_bf, a4, a4), 1);
+  EXPECT_NE(kiln::last_error_message().find("dtype float32, expected bfloat16"), std::string::npos)
+      << kiln::last_error_message();
+  EXPECT_EQ(aoti_torch_cpu_bmm_out(out, a, bt), 1);
+  EXPECT_NE(kiln::last_error_message().find("expected 3-d tensors"), std::string::npos);
+  Handle bias;
+  auto bv = random_values(2, 1);
+  make(bias, bv, {2}, {1}, kF32);
+  Handle o3;
+  auto ov = random_values(9, 1);
+  make(o3, ov, {3, 3}, {3, 1}, kF32);
+  EXPECT_EQ(aoti_torch_cpu_addmm_out(o3, bias, a, bt, 1.0, 1.0), 1);
+  EXPECT_NE(kiln::last_error_message().find("does not broadcast"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- convolution
+
+struct Conv {
+  int64_t n, cin, cout, groups;
+  std::vector<int64_t> in, k, stride, pad, dil, opad;
+  bool transposed, bias;
+};
+
+// Direct definition: each output element sums input * weight over the
+// positions the formula connects (transposed: each input element scatters).
+std::vector<double> ref_conv(const Conv& given, const std::vector<float>& x, const std::vector<float>& w,
+                             const std::vector<float>& b, std::vector<int64_t>& out_sp) {
+  const size_t sd = given.in.size();
+  // aten::convolution accepts one value for all spatial dims; expand it here.
+  Conv c = given;
+  for (auto* v : {&c.stride, &c.pad, &c.dil, &c.opad}) {
+    const int64_t fill = v->empty() ? (v == &c.stride || v == &c.dil ? 1 : 0) : (*v)[0];
+    if (v->size() != sd) v->assign(sd, fill);
+  }
+  out_sp.resize(sd);
+  for (size_t d = 0; d < sd; ++d) {
+    const int64_t span = c.dil[d] * (c.k[d] - 1) + 1;
+    out_sp[d] = c.transposed ? (c.in[d] - 1) * c.stride[d] - 2 * c.pad[d] + span + c.opad[d]
+                             : (c.in[d] + 2 * c.pad[d] - span) / c.stride[d] + 1;
+  }
+  // Spatial dims padded to 2 (H, W) for the loops; 1-d uses H = 1.
+  auto dim = [&](const std::vector<int64_t>& v, int i) { return sd == 2 ? v[i] : (i == 0 ? 1 : v[0]); };
+  const int64_t IH = dim(c.in, 0), IW = dim(c.in, 1), KH = dim(c.k, 0), KW = dim(c.k, 1);
+  const int64_t OH = dim(out_sp, 0), OW = dim(out_sp, 1);
+  const int64_t SH = sd == 2 ? c.stride[0] : 1, SW = c.stride[sd - 1];
+  const int64_t PH = sd == 2 ? c.pad[0] : 0, PW = c.pad[sd - 1];
+  const int64_t DH = sd == 2 ? c.dil[0] : 1, DW = c.dil[sd - 1];
+  const int64_t cig = c.cin / c.groups, cog = c.cout / c.groups;
+  std::vector<double> y(static_cast<size_t>(c.n * c.cout * OH * OW), 0.0);
+  for (int64_t n = 0; n < c.n; ++n)
+    for (int64_t g = 0; g < c.groups; ++g)
+      for (int64_t oc = 0; oc < cog; ++oc)
+        for (int64_t ic = 0; ic < cig; ++ic)
+          for (int64_t kh = 0; kh < KH; ++kh)
+            for (int64_t kw = 0; kw < KW; ++kw) {
+              const int64_t ci = g * cig + ic, co = g * cog + oc;
+              const double wv = c.transposed ? w[((ci * cog + oc) * KH + kh) * KW + kw]
+                                             : w[((co * cig + ic) * KH + kh) * KW + kw];
+              if (!c.transposed) {
+                for (int64_t oh = 0; oh < OH; ++oh)
+                  for (int64_t ow = 0; ow < OW; ++ow) {
+                    const int64_t ih = oh * SH - PH + kh * DH, iw = ow * SW - PW + kw * DW;
+                    if (ih < 0 || ih >= IH || iw < 0 || iw >= IW) continue;
+                    y[((n * c.cout + co) * OH + oh) * OW + ow] += wv * x[((n * c.cin + ci) * IH + ih) * IW + iw];
+                  }
+              } else {
+                for (int64_t ih = 0; ih < IH; ++ih)
+                  for (int64_t iw = 0; iw < IW; ++iw) {
+                    const int64_t oh = ih * SH - PH + kh * DH, ow = iw * SW - PW + kw * DW;
+                    if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
+                    y[((n * c.cout + co) * OH + oh) * OW + ow] += wv * x[((n * c.cin + ci) * IH + ih) * IW + iw];
+                  }
+              }
+            }
+  if (c.bias)
+    for (int64_t n = 0; n < c.n; ++n)
+      for (int64_t co = 0; co < c.cout; ++co)
+        for (int64_t p = 0; p < OH * OW; ++p) y[(n * c.cout + co) * OH * OW + p] += b[co];
+  return y;
+}
+
+void run_conv_case(const Conv& c, int32_t dtype, bool channels_last_input, const std::string& name) {
+  std::vector<int64_t> xs{c.n, c.cin}, ws;
+  for (auto v : c.in) xs.push_back(v);
+  if (c.transposed) {
+    ws = {c.cin, c.cout / c.groups};
+  } else {
+    ws = {c.cout, c.cin / c.groups};
+  }
+  for (auto v : c.k) ws.push_back(v);
+  int64_t xn = 1, wn = 1;
+  for (auto v : xs) xn *= v;
+  for (auto v : ws) wn *= v;
+  auto xv = random_values(xn, 21), wv = random_values(wn, 22), bv = random_values(c.cout, 23);
+  std::vector<int64_t> xst = contiguous(xs);
+  if (channels_last_input) {  // NHWC strides
+    xst = {xs[1] * xs[2] * xs[3], 1, xs[3] * xs[1], xs[1]};
+  }
+  Handle x, w, b, out;
+  make(x, xv, xs, xst, dtype);
+  make(w, wv, ws, contiguous(ws), dtype);
+  if (c.bias) make(b, bv, {c.cout}, {1}, dtype);
+  AtenTensorHandle bias_h = c.bias ? b.h : nullptr;
+  ASSERT_EQ(aoti_torch_cpu_convolution(x, w, c.bias ? &bias_h : nullptr, c.stride.data(),
+                                       static_cast<int64_t>(c.stride.size()), c.pad.data(),
+                                       static_cast<int64_t>(c.pad.size()), c.dil.data(),
+                                       static_cast<int64_t>(c.dil.size()), c.transposed, c.opad.data(),
+                                       static_cast<int64_t>(c.opad.size()), c.groups, out.out()),
+            0)
+      << name << ": " << kiln::last_error_message();
+  std::vector<int64_t> osp;
+  const auto want = ref_conv(c, xv, wv, bv, osp);
+  int64_t dim = 0, *sizes = nullptr, *strides = nullptr;
+  ASSERT_EQ(aoti_torch_get_dim(out, &dim), 0);
+  ASSERT_EQ(aoti_torch_get_sizes(out, &sizes), 0);
+  ASSERT_EQ(aoti_torch_get_strides(out, &strides), 0);
+  std::vector<int64_t> expect_sizes{c.n, c.cout};
+  for (auto v : osp) expect_sizes.push_back(v);
+  ASSERT_EQ(std::vector<int64_t>(sizes, sizes + dim), expect_sizes) << name;
+  if (channels_last_input) {
+    EXPECT_EQ(strides[1], 1) << name << ": channels-last input gives a channels-last output";
+  } else {
+    EXPECT_EQ(std::vector<int64_t>(strides, strides + dim), contiguous(expect_sizes)) << name;
+  }
+  expect_close(read(out), want, dtype == kF32 ? 1e-5 : 2e-2, name);
+}
+
+TEST(CpuConvolution, Conv2dVariants) {
+  run_conv_case({2, 4, 6, 1, {7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, false, true}, kF32, false, "basic 3x3 pad 1");
+  run_conv_case({1, 4, 6, 1, {9, 8}, {3, 2}, {2, 3}, {1, 0}, {1, 1}, {}, false, false}, kF32, false, "stride");
+  run_conv_case({1, 3, 4, 1, {9, 9}, {3, 3}, {1, 1}, {2, 2}, {2, 2}, {}, false, true}, kF32, false, "dilation");
+  run_conv_case({2, 8, 6, 2, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, false, true}, kF32, false, "groups 2");
+  run_conv_case({1, 6, 6, 6, {6, 7}, {3, 3}, {2, 1}, {1, 1}, {1, 1}, {}, false, true}, kF32, false, "depthwise");
+  run_conv_case({1, 4, 8, 4, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, false, false}, kF32, false,
+                "depthwise multiplier 2");
+  run_conv_case({2, 5, 3, 1, {4, 6}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {}, false, true}, kF32, false, "pointwise 1x1");
+  run_conv_case({1, 4, 6, 1, {7, 6}, {3, 3}, {1}, {1}, {1}, {}, false, true}, kF32, false, "single-value params");
+  run_conv_case({2, 4, 6, 1, {5, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, false, true}, kF32, true, "channels-last");
+  run_conv_case({2, 4, 6, 2, {7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, false, true}, kBF16, false, "bf16");
+}
+
+TEST(CpuConvolution, Conv1dAndTransposed) {
+  run_conv_case({2, 3, 5, 1, {11}, {3}, {2}, {1}, {1}, {}, false, true}, kF32, false, "conv1d stride 2");
+  run_conv_case({1, 4, 4, 4, {10}, {5}, {1}, {2}, {2}, {}, false, true}, kF32, false, "conv1d depthwise dilated");
+  run_conv_case({2, 4, 6, 1, {5, 4}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, true, true}, kF32, false,
+                "transposed stride 2 output_padding 1");
+  run_conv_case({1, 6, 4, 2, {4, 5}, {2, 3}, {1, 2}, {0, 1}, {2, 1}, {0, 1}, true, false}, kF32, false,
+                "transposed groups dilation");
+  run_conv_case({2, 3, 4, 1, {7}, {4}, {3}, {1}, {1}, {2}, true, true}, kF32, false, "transposed conv1d");
+  run_conv_case({1, 4, 2, 1, {4, 4}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, true, true}, kBF16, false,
+                "transposed bf16");
+}
+
+TEST(CpuConvolution, BadArgumentsFail) {
+  auto xv = random_values(2 * 8 * 5 * 5, 1), wv = random_values(4 * 3 * 3 * 3, 2);
+  Handle x, w;
+  make(x, xv, {2, 8, 5, 5}, contiguous({2, 8, 5, 5}), kF32);
+  make(w, wv, {4, 3, 3, 3}, contiguous({4, 3, 3, 3}), kF32);
+  const int64_t one[] = {1, 1}, zero[] = {0, 0};
+  AtenTensorHandle out = nullptr;
+  EXPECT_EQ(aoti_torch_cpu_convolution(x, w, nullptr, one, 2, zero, 2, one, 2, 0, zero, 0, 3, &out), 1);
+  EXPECT_NE(kiln::last_error_message().find("aoti_torch_cpu_convolution: groups 3 does not divide input channels 8"),
+            std::string::npos)
+      << kiln::last_error_message();
+  EXPECT_EQ(aoti_torch_cpu_convolution(x, w, nullptr, one, 2, zero, 2, one, 2, 0, zero, 0, 1, &out), 1);
+  EXPECT_NE(kiln::last_error_message().find("input channels"), std::string::npos) << kiln::last_error_message();
+  const int64_t bad_stride[] = {0, 1};
+  EXPECT_EQ(aoti_torch_cpu_convolution(x, w, nullptr, bad_stride, 2, zero, 2, one, 2, 0, zero, 0, 1, &out), 1);
+  EXPECT_EQ(aoti_torch_cpu_convolution(x, nullptr, nullptr, one, 2, zero, 2, one, 2, 0, zero, 0, 1, &out), 1);
+  EXPECT_NE(kiln::last_error_message().find("'weight' is a null tensor handle"), std::string::npos);
+  const int64_t three[] = {1, 1, 1};
+  EXPECT_EQ(aoti_torch_cpu_convolution(x, w, nullptr, three, 3, zero, 2, one, 2, 0, zero, 0, 1, &out), 1);
+  EXPECT_NE(kiln::last_error_message().find("stride has 3 values for 2 spatial dims"), std::string::npos)
+      << kiln::last_error_message();
+  EXPECT_EQ(out, nullptr);
+}
+
+// ---------------------------------------------------------------- attention
+
+enum class MaskKind { None, Float, Bool };
+
+// Reference attention with double math; returns output [B,H,L,E] and lse [B,H,L].
+void ref_sdpa(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v, int64_t B,
+              int64_t H, int64_t Hkv, int64_t L, int64_t S, int64_t E, bool causal, MaskKind mk,
+              const std::vector<float>& mask, const std::vector<int64_t>& mask_sizes, double scale,
+              std::vector<double>& out, std::vector<double>& lse) {
+  out.assign(static_cast<size_t>(B * H * L * E), 0.0);
+  lse.assign(static_cast<size_t>(B * H * L), 0.0);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h) {
+      const int64_t hk = h * Hkv / H;
+      for (int64_t i = 0; i < L; ++i) {
+        std::vector<double> s(static_cast<size_t>(S));
+        for (int64_t j = 0; j < S; ++j) {
+          double dot = 0;
+          for (int64_t e = 0; e < E; ++e)
+            dot += double(q[((b * H + h) * L + i) * E + e]) * k[((b * Hkv + hk) * S + j) * E + e];
+          s[j] = dot * scale;
+          if (mk != MaskKind::None) {
+            // mask_sizes is 4-d with 1s on broadcast dims.
+            const int64_t mb = mask_sizes[0] == 1 ? 0 : b, mh = mask_sizes[1] == 1 ? 0 : h;
+            const int64_t mi = mask_sizes[2] == 1 ? 0 : i;
+            const float mval = mask[((mb * mask_sizes[1] + mh) * mask_sizes[2] + mi) * mask_sizes[3] + j];
+            if (mk == MaskKind::Float) s[j] += mval;
+            if (mk == MaskKind::Bool && mval == 0.0f) s[j] = -INFINITY;
+          }
+          if (causal && j > i) s[j] = -INFINITY;
+        }
+        double mx = -INFINITY;
+        for (double x : s) mx = std::max(mx, x);
+        double sum = 0;
+        for (double x : s) sum += std::exp(x - mx);
+        lse[(b * H + h) * L + i] = mx + std::log(sum);
+        for (int64_t j = 0; j < S; ++j) {
+          const double p = std::exp(s[j] - mx) / sum;
+          for (int64_t e = 0; e < E; ++e)
+            out[((b * H + h) * L + i) * E + e] += p * v[((b * Hkv + hk) * S + j) * E + e];
+        }
+      }
+    }
+}
+
+void run_sdpa_case(int64_t B, int64_t H, int64_t Hkv, int64_t L, int64_t S, int64_t E, bool causal, MaskKind mk,
+                   std::vector<int64_t> mask_sizes, const double* scale, int32_t dtype, bool q_transposed,
+                   const std::string& name) {
+  auto qv = random_values(B * H * L * E, 31), kv = random_values(B * Hkv * S * E, 32),
+       vv = random_values(B * Hkv * S * E, 33);
+  Handle q, k, v, m;
+  // q stored as [B, L, H, E] and viewed as [B, H, L, E] when q_transposed (the usual projection layout).
+  make(q, qv, {B, H, L, E},
+       q_transposed ? std::vector<int64_t>{L * H * E, E, H * E, 1} : contiguous({B, H, L, E}), dtype);
+  make(k, kv, {B, Hkv, S, E}, contiguous({B, Hkv, S, E}), dtype);
+  make(v, vv, {B, Hkv, S, E}, contiguous({B, Hkv, S, E}), dtype);
+  std::vector<float> mv;
+  std::vector<int64_t> full_mask_sizes(4 - mask_sizes.size(), 1);
+  for (auto s : mask_sizes) full_mask_sizes.push_back(s);
+  if (mk != MaskKind::None) {
+    int64_t mn = 1;
+    for (auto s : mask_sizes) mn *= s;
+    mv = random_values(mn, 34);
+    if (mk == MaskKind::Bool) {
+      for (int64_t t = 0; t < mn; ++t) mv[t] = (mv[t] > -0.5f || t % S == 0) ? 1.0f : 0.0f;  // keep >= 1 per row
+    }
+    make(m, mv, mask_sizes, contiguous(mask_sizes), mk == MaskKind::Bool ? kBool : dtype);
+  }
+  AtenTensorHandle mh = m.h;
+  Handle out, lse;
+  ASSERT_EQ(aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
+                q, k, v, 0.0, causal, mk == MaskKind::None ? nullptr : &mh, const_cast<double*>(scale), out.out(),
+                lse.out()),
+            0)
+      << name << ": " << kiln::last_error_message();
+  std::vector<double> want, want_lse;
+  const double sc = scale ? *scale : 1.0 / std::sqrt(double(E));
+  ref_sdpa(qv, kv, vv, B, H, Hkv, L, S, E, causal, mk, mv, full_mask_sizes, sc, want, want_lse);
+  const double tol = dtype == kF32 ? 1e-5 : 2e-2;
+  expect_close(read(out), want, tol, name + " output");
+  expect_close(read(lse), want_lse, dtype == kF32 ? 1e-5 : 2e-2, name + " logsumexp");
+  int64_t* st = nullptr;
+  ASSERT_EQ(aoti_torch_get_strides(out, &st), 0);
+  if (q_transposed) {
+    EXPECT_EQ(std::vector<int64_t>(st, st + 4), (std::vector<int64_t>{L * H * E, E, H * E, 1})) << name;
+  } else {
+    EXPECT_EQ(std::vector<int64_t>(st, st + 4), contiguous({B, H, L, E})) << name;
+  }
+  ASSERT_EQ(aoti_torch_get_strides(lse, &st), 0);
+  EXPECT_EQ(std::vector<int64_t>(st, st + 3), (std::vector<int64_t>{L * H, 1, H})) << name;
+  int32_t lse_dtype = 0;
+  ASSERT_EQ(aoti_torch_get_dtype(lse, &lse_dtype), 0);
+  EXPECT_EQ(lse_dtype, kF32);
+}
+
+TEST(CpuAttention, MatchesReference) {
+  const double half = 0.5;
+  run_sdpa_case(2, 3, 3, 5, 7, 8, false, MaskKind::None, {}, nullptr, kF32, false, "plain");
+  run_sdpa_case(2, 3, 3, 6, 6, 8, true, MaskKind::None, {}, nullptr, kF32, false, "causal");
+  run_sdpa_case(1, 2, 2, 4, 7, 4, true, MaskKind::None, {}, nullptr, kF32, false, "causal L < S (top-left)");
+  run_sdpa_case(2, 2, 2, 5, 6, 4, false, MaskKind::Float, {5, 6}, nullptr, kF32, false, "float mask 2-d");
+  run_sdpa_case(2, 2, 2, 5, 6, 4, false, MaskKind::Float, {2, 1, 5, 6}, nullptr, kF32, false,
+                "float mask per batch");
+  run_sdpa_case(2, 2, 2, 5, 6, 4, false, MaskKind::Bool, {1, 2, 5, 6}, nullptr, kF32, false, "bool mask");
+  run_sdpa_case(1, 2, 2, 5, 6, 4, true, MaskKind::Float, {1, 1, 1, 6}, &half, kF32, false,
+                "scale + causal + key-padding mask");
+  run_sdpa_case(2, 4, 2, 5, 6, 8, false, MaskKind::None, {}, nullptr, kF32, true, "GQA with transposed q");
+  run_sdpa_case(1, 2, 2, 5, 6, 8, true, MaskKind::None, {}, nullptr, kBF16, false, "bf16 causal");
+}
+
+TEST(CpuAttention, BadArgumentsFail) {
+  auto qv = random_values(2 * 2 * 3 * 4, 1);
+  Handle q, k3;
+  make(q, qv, {2, 2, 3, 4}, contiguous({2, 2, 3, 4}), kF32);
+  auto kv = random_values(2 * 3 * 3 * 4, 1);
+  make(k3, kv, {2, 3, 3, 4}, contiguous({2, 3, 3, 4}), kF32);
+  AtenTensorHandle o = nullptr, l = nullptr;
+  EXPECT_EQ(aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(q, q, q, 0.1, 0, nullptr, nullptr, &o, &l), 1);
+  EXPECT_NE(kiln::last_error_message().find("dropout_p must be 0"), std::string::npos);
+  EXPECT_EQ(aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(q, k3, k3, 0.0, 0, nullptr, nullptr, &o, &l),
+            1);
+  EXPECT_NE(kiln::last_error_message().find("do not divide query heads"), std::string::npos)
+      << kiln::last_error_message();
+  Handle bad_mask;
+  auto mv = random_values(4 * 4, 1);
+  make(bad_mask, mv, {4, 4}, {4, 1}, kF32);
+  AtenTensorHandle mh = bad_mask.h;
+  EXPECT_EQ(aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(q, q, q, 0.0, 0, &mh, nullptr, &o, &l), 1);
+  EXPECT_NE(kiln::last_error_message().find("does not broadcast"), std::string::npos);
+  EXPECT_EQ(o, nullptr);
+  EXPECT_EQ(l, nullptr);
+}
+
+}  // namespace
