@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -101,6 +102,27 @@ Error check_shim_imports(const DynamicSymbols& symbols, std::string_view label) 
                                            "runtime, or upgrade Kiln.");
 }
 
+// Loads the library's dependencies on their own, before the library. If a
+// dependency such as libstdc++ were first loaded together with the model, its
+// relocations could bind to definitions in the model (which comes first in
+// that dlopen's local scope); libstdc++ is never unloaded, so the model would
+// be pinned in memory for good. Loaded alone, the dependency binds to itself.
+// The handles are kept: these are system libraries every later load needs.
+void preload_dependencies(const DynamicSymbols& symbols) {
+  static std::mutex mutex;
+  static std::vector<std::string> done;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const std::string& name : symbols.needed) {
+    if (std::find(done.begin(), done.end(), name) != done.end()) continue;
+    if (!::dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+      const char* why = dlerror();  // reported again, in context, by the model's own dlopen
+      KILN_LOG(Debug, "preloading " + name + " failed: " + (why ? why : "unknown"));
+      continue;
+    }
+    done.push_back(name);
+  }
+}
+
 }  // namespace
 
 void export_runtime_symbols_globally() {
@@ -124,6 +146,7 @@ Result<std::unique_ptr<AotiLibrary>> AotiLibrary::load(std::span<const uint8_t> 
   export_runtime_symbols_globally();
   KILN_ASSIGN_OR_RETURN(DynamicSymbols symbols, read_dynamic_symbols(bytes));
   KILN_RETURN_IF_ERROR(check_shim_imports(symbols, label));
+  preload_dependencies(symbols);
 
   const std::string what = std::string(label) + " library";
   int fd = ::memfd_create("kiln-model", MFD_CLOEXEC);

@@ -17,6 +17,36 @@ bool read_at(std::span<const uint8_t> bytes, uint64_t offset, T* out) {
 Error bad_elf(const std::string& what) {
   return set_error(Error::InvalidProgram, "model library is not a valid ELF64 shared object: " + what);
 }
+// DT_NEEDED names from the SHT_DYNAMIC section, resolved through its linked
+// string table.
+Error read_needed(std::span<const uint8_t> elf, const Elf64_Ehdr& header, std::vector<std::string>& needed) {
+  for (uint16_t i = 0; i < header.e_shnum; ++i) {
+    Elf64_Shdr section;
+    if (!read_at(elf, header.e_shoff + uint64_t{i} * sizeof(Elf64_Shdr), &section))
+      return bad_elf("section header " + std::to_string(i) + " out of bounds");
+    if (section.sh_type != SHT_DYNAMIC) continue;
+    Elf64_Shdr strtab;
+    if (section.sh_link >= header.e_shnum ||
+        !read_at(elf, header.e_shoff + uint64_t{section.sh_link} * sizeof(Elf64_Shdr), &strtab) ||
+        strtab.sh_offset > elf.size() || elf.size() - strtab.sh_offset < strtab.sh_size)
+      return bad_elf(".dynamic string table out of bounds");
+    for (uint64_t off = 0; off + sizeof(Elf64_Dyn) <= section.sh_size; off += sizeof(Elf64_Dyn)) {
+      Elf64_Dyn dyn;
+      if (!read_at(elf, section.sh_offset + off, &dyn)) return bad_elf(".dynamic entry out of bounds");
+      if (dyn.d_tag == DT_NULL) break;
+      if (dyn.d_tag != DT_NEEDED) continue;
+      if (dyn.d_un.d_val >= strtab.sh_size) return bad_elf("DT_NEEDED name out of bounds");
+      const char* start = reinterpret_cast<const char*>(elf.data() + strtab.sh_offset + dyn.d_un.d_val);
+      const size_t max_len = strtab.sh_size - dyn.d_un.d_val;
+      const size_t len = strnlen(start, max_len);
+      if (len == max_len) return bad_elf("unterminated DT_NEEDED name");
+      needed.emplace_back(start, len);
+    }
+    return Error::Ok;
+  }
+  return Error::Ok;  // no dynamic section: nothing needed
+}
+
 }  // namespace
 
 Result<DynamicSymbols> read_dynamic_symbols(std::span<const uint8_t> elf) {
@@ -60,6 +90,7 @@ Result<DynamicSymbols> read_dynamic_symbols(std::span<const uint8_t> elf) {
       if (len == max_len) return bad_elf("unterminated symbol name");
       symbols.undefined.emplace_back(start, len);
     }
+    KILN_RETURN_IF_ERROR(read_needed(elf, header, symbols.needed));
     return symbols;
   }
   return bad_elf("no .dynsym section");

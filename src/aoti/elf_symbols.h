@@ -22,6 +22,8 @@ struct DynamicSymbols {
   /// copy: a model library is loaded RTLD_LOCAL and needs no cross-library
   /// uniqueness, and unloading must really free it.
   std::vector<uint64_t> unique_binding_offsets;
+  /// DT_NEEDED entries (libstdc++.so.6, libgomp.so.1, libcuda.so.1, ...).
+  std::vector<std::string> needed;
 };
 
 /// Parses .dynsym. InvalidProgram if the bytes are not a well-formed
