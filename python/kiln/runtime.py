@@ -1,0 +1,529 @@
+"""Run ``.kiln`` programs from Python: ctypes over Kiln's C API, tensors in and out through DLPack.
+
+Needs neither torch nor a compiler; numpy is needed only to pass Python lists/scalars or to get
+numpy outputs (the default).
+
+    import numpy as np
+    from kiln.runtime import Module
+
+    module = Module("mlp.kiln")
+    module.load()
+    (y,) = module.forward(np.ones((4, 16), dtype=np.float32))
+
+Inputs may be numpy arrays, torch tensors or anything implementing ``__dlpack__``; they are
+passed without copying (strided inputs included). Read-only numpy arrays and arrays with
+negative strides are copied first, because unversioned DLPack cannot express either. Outputs
+are numpy arrays (``output="numpy"``, default) or torch tensors (``output="torch"``), sharing
+Kiln's memory without copies.
+
+The shared library is found through, in order: the ``KILN_LIBRARY`` environment variable (path to
+``libkiln.so``), ``build/libkiln.so`` in the source tree, then ``ctypes.util.find_library("kiln")``.
+It is loaded with RTLD_GLOBAL because model libraries resolve ``aoti_torch_*`` through it.
+
+Thread safety: calls on one Module follow the C API's rules (load/unload must not race with
+anything else on that module; execute may run from several threads; ctypes releases the GIL
+during each call).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import dataclasses
+import os
+import threading
+from typing import Any, Iterable, Mapping, Sequence
+
+from kiln import _dlpack
+
+__all__ = [
+    "KilnError",
+    "Module",
+    "MethodMeta",
+    "TensorSpec",
+    "DimSpec",
+    "library_path",
+    "abi_version",
+    "version",
+]
+
+# The C API ABI version this wrapper was written against (KILN_ABI_VERSION).
+_ABI_VERSION = 1
+
+
+class KilnError(RuntimeError):
+    """A Kiln call failed. ``status`` is the status name ("NotFound", ...), ``message`` the detail."""
+
+    def __init__(self, status: str, message: str):
+        super().__init__(f"{status}: {message}")
+        self.status = status
+        self.message = message
+
+
+# ---- library -----------------------------------------------------------------------
+
+
+def library_path() -> str:
+    """Path of the libkiln.so this wrapper uses (see the module docstring for the search order)."""
+    env = os.environ.get("KILN_LIBRARY")
+    if env:
+        if not os.path.isfile(env):
+            raise KilnError("NotFound", f"KILN_LIBRARY={env!r} is not a file")
+        return os.path.abspath(env)
+    repo_root = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+    candidate = os.path.join(repo_root, "build", "libkiln.so")
+    if os.path.isfile(candidate):
+        return candidate
+    found = ctypes.util.find_library("kiln")
+    if found:
+        return found
+    raise KilnError(
+        "NotFound",
+        f"libkiln.so not found: set KILN_LIBRARY, build it at {candidate}, or install it on the library path",
+    )
+
+
+_P = ctypes.c_void_p
+_STATUS = ctypes.c_int32
+_SIZE = ctypes.c_size_t
+_STR = ctypes.c_char_p
+
+# name -> (restype, argtypes)
+_PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
+    "kiln_abi_version": (ctypes.c_uint32, []),
+    "kiln_version_string": (_STR, []),
+    "kiln_status_name": (_STR, [_STATUS]),
+    "kiln_last_error_message": (_STR, []),
+    "kiln_dtype_name": (_STR, [ctypes.c_int32]),
+    "kiln_options_create": (_STATUS, [ctypes.POINTER(_P)]),
+    "kiln_options_set_bool": (_STATUS, [_P, _STR, _STR, ctypes.c_bool]),
+    "kiln_options_set_int": (_STATUS, [_P, _STR, _STR, ctypes.c_int64]),
+    "kiln_options_set_string": (_STATUS, [_P, _STR, _STR, _STR]),
+    "kiln_options_free": (None, [_P]),
+    "kiln_tensor_free": (None, [_P]),
+    "kiln_tensor_array_free": (None, [ctypes.POINTER(_P), _SIZE]),
+    "kiln_tensor_from_dlpack": (_STATUS, [_P, ctypes.POINTER(_P)]),
+    "kiln_tensor_to_dlpack": (_STATUS, [_P, ctypes.POINTER(_P)]),
+    "kiln_tensor_dtype": (_STATUS, [_P, ctypes.POINTER(ctypes.c_int32)]),
+    "kiln_tensor_device": (_STATUS, [_P, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32)]),
+    "kiln_module_create": (_STATUS, [_STR, ctypes.POINTER(_STR), _SIZE, ctypes.POINTER(_P)]),
+    "kiln_module_load": (_STATUS, [_P, _P]),
+    "kiln_module_load_method": (_STATUS, [_P, _STR, _P]),
+    "kiln_module_unload_method": (_STATUS, [_P, _STR]),
+    "kiln_module_is_method_loaded": (_STATUS, [_P, _STR, ctypes.POINTER(ctypes.c_bool)]),
+    "kiln_module_method_count": (_STATUS, [_P, ctypes.POINTER(_SIZE)]),
+    "kiln_module_method_name": (_STATUS, [_P, _SIZE, ctypes.POINTER(_STR)]),
+    "kiln_module_method_meta": (_STATUS, [_P, _STR, ctypes.POINTER(_P)]),
+    "kiln_module_execute": (
+        _STATUS,
+        [_P, _STR, ctypes.POINTER(_P), _SIZE, ctypes.POINTER(ctypes.POINTER(_P)), ctypes.POINTER(_SIZE)],
+    ),
+    "kiln_module_free": (None, [_P]),
+    "kiln_method_meta_name": (_STATUS, [_P, ctypes.POINTER(_STR)]),
+    "kiln_method_meta_backend": (_STATUS, [_P, ctypes.POINTER(_STR)]),
+    "kiln_method_meta_device": (_STATUS, [_P, ctypes.POINTER(_STR)]),
+    "kiln_method_meta_input_count": (_STATUS, [_P, ctypes.POINTER(_SIZE)]),
+    "kiln_method_meta_output_count": (_STATUS, [_P, ctypes.POINTER(_SIZE)]),
+    "kiln_method_meta_input": (_STATUS, [_P, _SIZE, ctypes.POINTER(_P)]),
+    "kiln_method_meta_output": (_STATUS, [_P, _SIZE, ctypes.POINTER(_P)]),
+    "kiln_method_meta_metadata_count": (_STATUS, [_P, ctypes.POINTER(_SIZE)]),
+    "kiln_method_meta_metadata_entry": (_STATUS, [_P, _SIZE, ctypes.POINTER(_STR), ctypes.POINTER(_STR)]),
+    "kiln_method_meta_free": (None, [_P]),
+    "kiln_tensor_spec_name": (_STATUS, [_P, ctypes.POINTER(_STR)]),
+    "kiln_tensor_spec_dtype": (_STATUS, [_P, ctypes.POINTER(ctypes.c_int32)]),
+    "kiln_tensor_spec_dim": (_STATUS, [_P, ctypes.POINTER(_SIZE)]),
+    "kiln_tensor_spec_dim_size": (_STATUS, [_P, _SIZE, ctypes.POINTER(ctypes.c_int64)]),
+    "kiln_tensor_spec_dim_is_dynamic": (_STATUS, [_P, _SIZE, ctypes.POINTER(ctypes.c_bool)]),
+    "kiln_tensor_spec_dim_bounds": (
+        _STATUS,
+        [_P, _SIZE, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)],
+    ),
+    "kiln_tensor_spec_dim_name": (_STATUS, [_P, _SIZE, ctypes.POINTER(_STR)]),
+}
+
+_lib: ctypes.CDLL | None = None
+_lib_lock = threading.Lock()
+
+
+def _library() -> ctypes.CDLL:
+    global _lib
+    with _lib_lock:
+        if _lib is None:
+            path = library_path()
+            lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            for name, (restype, argtypes) in _PROTOTYPES.items():
+                fn = getattr(lib, name)
+                fn.restype = restype
+                fn.argtypes = argtypes
+            if lib.kiln_abi_version() < _ABI_VERSION:
+                raise KilnError(
+                    "NotSupported",
+                    f"{path} has C ABI version {lib.kiln_abi_version()}, this wrapper needs {_ABI_VERSION}",
+                )
+            _lib = lib
+        return _lib
+
+
+def _check(status: int) -> None:
+    if status != 0:
+        lib = _library()
+        name = lib.kiln_status_name(status).decode()
+        message = lib.kiln_last_error_message().decode(errors="replace")
+        raise KilnError(name, message)
+
+
+def abi_version() -> int:
+    """The loaded library's C ABI version."""
+    return int(_library().kiln_abi_version())
+
+
+def version() -> str:
+    """The loaded library's release version string."""
+    return _library().kiln_version_string().decode()
+
+
+def _text(value: bytes | None) -> str:
+    return value.decode() if value is not None else ""
+
+
+# ---- metadata ------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class DimSpec:
+    """One dimension: ``size`` (the example size if dynamic), bounds ``[min, max]`` (max -1: unbounded)."""
+
+    size: int
+    dynamic: bool
+    min: int
+    max: int
+    name: str
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    dtype: str  # "float32", "bfloat16", ...
+    dims: tuple[DimSpec, ...]
+
+    @property
+    def shape(self) -> tuple[int | None, ...]:
+        """Sizes, with None for dynamic dimensions."""
+        return tuple(None if d.dynamic else d.size for d in self.dims)
+
+
+@dataclasses.dataclass(frozen=True)
+class MethodMeta:
+    name: str
+    backend: str
+    device: str
+    inputs: tuple[TensorSpec, ...]
+    outputs: tuple[TensorSpec, ...]
+    metadata: dict[str, str]
+
+
+def _read_spec(lib: ctypes.CDLL, spec: ctypes.c_void_p) -> TensorSpec:
+    name = _STR()
+    _check(lib.kiln_tensor_spec_name(spec, ctypes.byref(name)))
+    dtype = ctypes.c_int32()
+    _check(lib.kiln_tensor_spec_dtype(spec, ctypes.byref(dtype)))
+    rank = _SIZE()
+    _check(lib.kiln_tensor_spec_dim(spec, ctypes.byref(rank)))
+    dims = []
+    for d in range(rank.value):
+        size, lo, hi = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
+        dynamic = ctypes.c_bool()
+        dim_name = _STR()
+        _check(lib.kiln_tensor_spec_dim_size(spec, d, ctypes.byref(size)))
+        _check(lib.kiln_tensor_spec_dim_is_dynamic(spec, d, ctypes.byref(dynamic)))
+        _check(lib.kiln_tensor_spec_dim_bounds(spec, d, ctypes.byref(lo), ctypes.byref(hi)))
+        _check(lib.kiln_tensor_spec_dim_name(spec, d, ctypes.byref(dim_name)))
+        dims.append(DimSpec(size.value, bool(dynamic.value), lo.value, hi.value, _text(dim_name.value)))
+    dtype_name = lib.kiln_dtype_name(dtype.value)
+    return TensorSpec(_text(name.value), _text(dtype_name) or f"dtype{dtype.value}", tuple(dims))
+
+
+def _read_meta(lib: ctypes.CDLL, meta: ctypes.c_void_p) -> MethodMeta:
+    strings = {}
+    for field, fn in (
+        ("name", lib.kiln_method_meta_name),
+        ("backend", lib.kiln_method_meta_backend),
+        ("device", lib.kiln_method_meta_device),
+    ):
+        out = _STR()
+        _check(fn(meta, ctypes.byref(out)))
+        strings[field] = _text(out.value)
+    specs = {}
+    for kind, count_fn, get_fn in (
+        ("inputs", lib.kiln_method_meta_input_count, lib.kiln_method_meta_input),
+        ("outputs", lib.kiln_method_meta_output_count, lib.kiln_method_meta_output),
+    ):
+        count = _SIZE()
+        _check(count_fn(meta, ctypes.byref(count)))
+        items = []
+        for i in range(count.value):
+            spec = _P()
+            _check(get_fn(meta, i, ctypes.byref(spec)))
+            items.append(_read_spec(lib, spec))
+        specs[kind] = tuple(items)
+    count = _SIZE()
+    _check(lib.kiln_method_meta_metadata_count(meta, ctypes.byref(count)))
+    metadata = {}
+    for i in range(count.value):
+        key, value = _STR(), _STR()
+        _check(lib.kiln_method_meta_metadata_entry(meta, i, ctypes.byref(key), ctypes.byref(value)))
+        metadata[_text(key.value)] = _text(value.value)
+    return MethodMeta(inputs=specs["inputs"], outputs=specs["outputs"], metadata=metadata, **strings)
+
+
+# ---- options ---------------------------------------------------------------------------
+
+
+class _Options:
+    """Owns a kiln_options_t built from {backend: {key: bool | int | str}}."""
+
+    def __init__(self, lib: ctypes.CDLL, options: Mapping[str, Mapping[str, bool | int | str]]):
+        self._lib = lib
+        self.handle = _P()
+        _check(lib.kiln_options_create(ctypes.byref(self.handle)))
+        try:
+            for backend, values in options.items():
+                if not isinstance(backend, str) or not isinstance(values, Mapping):
+                    raise TypeError("options must be a dict of backend name -> dict of key -> value")
+                for key, value in values.items():
+                    b, k = backend.encode(), str(key).encode()
+                    if isinstance(value, bool):  # before int: bool is an int subclass
+                        _check(lib.kiln_options_set_bool(self.handle, b, k, value))
+                    elif isinstance(value, int):
+                        _check(lib.kiln_options_set_int(self.handle, b, k, value))
+                    elif isinstance(value, str):
+                        _check(lib.kiln_options_set_string(self.handle, b, k, value.encode()))
+                    else:
+                        raise TypeError(
+                            f"option {backend}.{key}: expected bool, int or str, got {type(value).__name__}"
+                        )
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.handle:
+            self._lib.kiln_options_free(self.handle)
+            self.handle = _P()
+
+
+def _build_options(lib, options) -> _Options | None:
+    return None if options is None else _Options(lib, options)
+
+
+# ---- tensors in ---------------------------------------------------------------------------
+
+
+def _is_torch_tensor(obj: Any) -> bool:
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "detach")
+
+
+def _dlpack_source(obj: Any) -> Any:
+    """Something whose __dlpack__() gives an unversioned capsule Kiln can take as is."""
+    if _is_torch_tensor(obj):
+        return obj.detach()  # __dlpack__ refuses tensors that require grad
+    if hasattr(obj, "__dlpack__"):
+        if type(obj).__module__ == "numpy":
+            # Unversioned DLPack has no read-only flag (numpy refuses to export) and Kiln
+            # tensors need non-negative strides: copy those two cases.
+            if not obj.flags.writeable or any(s < 0 for s in obj.strides):
+                import numpy as np
+
+                return np.array(obj, copy=True)
+        return obj
+    import numpy as np  # lists, scalars, buffers
+
+    return np.ascontiguousarray(obj)
+
+
+def _to_kiln_tensor(lib: ctypes.CDLL, obj: Any) -> ctypes.c_void_p:
+    """A new kiln_tensor_t sharing ``obj``'s memory (caller frees with kiln_tensor_free)."""
+    source = _dlpack_source(obj)
+    capsule = source.__dlpack__()
+    managed = _dlpack.capsule_pointer(capsule, _dlpack.CAPSULE_NAME)
+    handle = _P()
+    _check(lib.kiln_tensor_from_dlpack(managed, ctypes.byref(handle)))
+    # Kiln owns the DLManagedTensor now; the capsule must not delete it too.
+    _dlpack.mark_capsule_used(capsule, _dlpack.USED_CAPSULE_NAME)
+    return handle
+
+
+# ---- tensors out ----------------------------------------------------------------------------
+
+
+class _KilnDLPackExport:
+    """Hands one exported Kiln tensor to a DLPack consumer (np.from_dlpack / torch.from_dlpack).
+
+    Owns the DLManagedTensor until __dlpack__ passes it into a capsule; frees it if never consumed.
+    """
+
+    def __init__(self, managed_address: int):
+        self._managed = managed_address
+        tensor = ctypes.cast(managed_address, ctypes.POINTER(_dlpack.DLManagedTensor)).contents.dl_tensor
+        self._device = (int(tensor.device.device_type), int(tensor.device.device_id))
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return self._device
+
+    def __dlpack__(self, *, stream: Any = None, max_version: tuple[int, int] | None = None,
+                   dl_device: Any = None, copy: bool | None = None) -> object:
+        if self._managed is None:
+            raise BufferError("this Kiln output was already exported")
+        if copy:
+            raise BufferError("Kiln exports share memory; copy=True is not supported")
+        managed, self._managed = self._managed, None
+        if max_version is not None and tuple(max_version)[0] >= _dlpack.DLPACK_MAJOR_VERSION:
+            return _dlpack.new_versioned_capsule(managed)
+        return _dlpack.new_unversioned_capsule(managed)
+
+    def __del__(self):
+        managed, self._managed = getattr(self, "_managed", None), None
+        if managed:
+            _dlpack.call_deleter(managed)
+
+
+# dtypes numpy has no type for (bfloat16, float8): returned only as torch tensors.
+_NOT_IN_NUMPY = {15: "bfloat16", 23: "float8_e5m2", 24: "float8_e4m3fn"}
+
+
+def _from_kiln_tensor(lib: ctypes.CDLL, handle: ctypes.c_void_p, output: str) -> Any:
+    if output == "numpy":
+        dtype = ctypes.c_int32()
+        _check(lib.kiln_tensor_dtype(handle, ctypes.byref(dtype)))
+        if dtype.value in _NOT_IN_NUMPY:
+            raise TypeError(f"numpy has no {_NOT_IN_NUMPY[dtype.value]} dtype; use output='torch' for this method")
+    managed = _P()
+    _check(lib.kiln_tensor_to_dlpack(handle, ctypes.byref(managed)))
+    export = _KilnDLPackExport(managed.value)
+    if output == "numpy":
+        import numpy as np
+
+        return np.from_dlpack(export)
+    import torch
+
+    return torch.from_dlpack(export)
+
+
+# ---- module ---------------------------------------------------------------------------------
+
+
+class Module:
+    """One ``.kiln`` program. See the module docstring."""
+
+    def __init__(self, path: str | os.PathLike, data_files: Iterable[str | os.PathLike] = ()):
+        self._lib = _library()
+        self._handle = _P()
+        self.path = os.fspath(path)
+        files = [os.fsencode(f) for f in data_files]
+        array = (_STR * max(len(files), 1))(*files)
+        _check(self._lib.kiln_module_create(os.fsencode(self.path), array, len(files), ctypes.byref(self._handle)))
+
+    # lifetime
+    def close(self) -> None:
+        """Frees the module and its loaded methods; outputs already returned stay valid."""
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            self._lib.kiln_module_free(handle)
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self) -> "Module":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _h(self) -> ctypes.c_void_p:
+        if not self._handle:
+            raise KilnError("InvalidState", f"module {self.path!r} is closed")
+        return self._handle
+
+    # loading
+    def load(self, options: Mapping[str, Mapping[str, bool | int | str]] | None = None) -> None:
+        """Maps and validates the program; ``options`` is {backend: {key: bool | int | str}}."""
+        opts = _build_options(self._lib, options)
+        try:
+            _check(self._lib.kiln_module_load(self._h(), opts.handle if opts else None))
+        finally:
+            if opts:
+                opts.close()
+
+    def load_method(self, name: str, options: Mapping[str, Mapping[str, bool | int | str]] | None = None) -> None:
+        """Loads one method; without ``options`` the ones given to load() apply."""
+        opts = _build_options(self._lib, options)
+        try:
+            _check(self._lib.kiln_module_load_method(self._h(), name.encode(), opts.handle if opts else None))
+        finally:
+            if opts:
+                opts.close()
+
+    def unload_method(self, name: str) -> None:
+        _check(self._lib.kiln_module_unload_method(self._h(), name.encode()))
+
+    def is_method_loaded(self, name: str) -> bool:
+        out = ctypes.c_bool()
+        _check(self._lib.kiln_module_is_method_loaded(self._h(), name.encode(), ctypes.byref(out)))
+        return bool(out.value)
+
+    # queries
+    def method_names(self) -> list[str]:
+        count = _SIZE()
+        _check(self._lib.kiln_module_method_count(self._h(), ctypes.byref(count)))
+        names = []
+        for i in range(count.value):
+            out = _STR()
+            _check(self._lib.kiln_module_method_name(self._h(), i, ctypes.byref(out)))
+            names.append(_text(out.value))
+        return names
+
+    def method_meta(self, name: str) -> MethodMeta:
+        meta = _P()
+        _check(self._lib.kiln_module_method_meta(self._h(), name.encode(), ctypes.byref(meta)))
+        try:
+            return _read_meta(self._lib, meta)
+        finally:
+            self._lib.kiln_method_meta_free(meta)
+
+    # running
+    def execute(self, name: str, inputs: Sequence[Any], output: str = "numpy") -> list[Any]:
+        """Runs method ``name``. Inputs are not copied; outputs share Kiln's memory.
+
+        ``output``: "numpy" (default) or "torch".
+        """
+        if output not in ("numpy", "torch"):
+            raise ValueError(f"output must be 'numpy' or 'torch', got {output!r}")
+        lib = self._lib
+        handles: list[ctypes.c_void_p] = []
+        try:
+            for obj in inputs:
+                handles.append(_to_kiln_tensor(lib, obj))
+            array = (_P * max(len(handles), 1))(*handles)
+            outputs = ctypes.POINTER(_P)()
+            n_outputs = _SIZE()
+            _check(lib.kiln_module_execute(self._h(), name.encode(), array, len(handles),
+                                           ctypes.byref(outputs), ctypes.byref(n_outputs)))
+        finally:
+            for handle in handles:
+                lib.kiln_tensor_free(handle)
+        try:
+            results = []
+            for i in range(n_outputs.value):
+                results.append(_from_kiln_tensor(lib, _P(outputs[i]), output))
+            return results
+        finally:
+            lib.kiln_tensor_array_free(outputs, n_outputs.value)
+
+    def forward(self, *inputs: Any, output: str = "numpy") -> list[Any]:
+        """``execute("forward", inputs)``."""
+        return self.execute("forward", list(inputs), output=output)
+
+    __call__ = forward
+
+    def __repr__(self) -> str:
+        return f"kiln.runtime.Module({self.path!r})"
