@@ -155,7 +155,7 @@ Result<std::unique_ptr<AotiLibrary>> AotiLibrary::load(std::span<const uint8_t> 
       return set_error(Error::IoError, std::string("memfd_create: ") + std::strerror(errno));
     KILN_LOG(Info, "memfd_create unavailable; loading through a private temporary file");
     KILN_ASSIGN_OR_RETURN(void* handle, load_through_temp_file(bytes, symbols, label));
-    return std::unique_ptr<AotiLibrary>(new AotiLibrary(handle));
+    return std::unique_ptr<AotiLibrary>(new AotiLibrary(handle, -1));
   }
   Error err = write_all(fd, bytes, what);
   if (err == Error::Ok) err = patch_unique_bindings(fd, symbols, what);
@@ -164,14 +164,16 @@ Result<std::unique_ptr<AotiLibrary>> AotiLibrary::load(std::span<const uint8_t> 
     return err;
   }
   auto handle = dlopen_path("/proc/self/fd/" + std::to_string(fd), label);
-  // The mapping keeps the memfd's pages alive; the descriptor is not needed.
-  ::close(fd);
-  if (!handle.ok()) return handle.error();
-  return std::unique_ptr<AotiLibrary>(new AotiLibrary(*handle));
+  if (!handle.ok()) {
+    ::close(fd);
+    return handle.error();
+  }
+  return std::unique_ptr<AotiLibrary>(new AotiLibrary(*handle, fd));
 }
 
 AotiLibrary::~AotiLibrary() {
   if (handle_) ::dlclose(handle_);
+  if (fd_ >= 0) ::close(fd_);
 }
 
 void* AotiLibrary::symbol(const char* name) const noexcept { return ::dlsym(handle_, name); }

@@ -32,8 +32,12 @@ class AotiLibrary {
   void* symbol(const char* name) const noexcept;
 
  private:
-  explicit AotiLibrary(void* handle) : handle_(handle) {}
+  AotiLibrary(void* handle, int fd) : handle_(handle), fd_(fd) {}
   void* handle_;
+  // The memfd stays open while the library is loaded: glibc recognises an
+  // already-loaded object by its path, so a reused /proc/self/fd/N would
+  // return the previous method's library instead of loading this one.
+  int fd_;
 };
 
 /// Makes this runtime's aoti_torch_* definitions visible to libraries loaded

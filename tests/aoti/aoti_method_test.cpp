@@ -86,6 +86,38 @@ TEST(AotiMethod, RunsTheLibraryWithItsWeights) {
   std::filesystem::remove(path);
 }
 
+// Two methods with different libraries, loaded one after the other: each must
+// run its own library (a reused /proc/self/fd path once made glibc hand the
+// second method the first one's library).
+TEST(AotiMethod, EachMethodRunsItsOwnLibrary) {
+  ProgramWriter writer;
+  for (auto [name, lib_path] : {std::pair{"forward", KILN_FAKE_MODEL_PATH}, {"negated", KILN_FAKE_MODEL_NEGATE_PATH}}) {
+    MethodInfo method;
+    method.name = name;
+    method.backend = "aoti";
+    method.device = "cpu";
+    method.inputs = {TensorSpec{"x", DType::Float32, {DimSpec{2, false, 0, -1, ""}}}};
+    method.outputs = method.inputs;
+    method.library_key = std::string(name) + "_lib";
+    method.weights_key = "weights";
+    auto lib = read_file(lib_path);
+    ASSERT_EQ(writer.add_named_data(method.library_key, lib), Error::Ok);
+    ASSERT_EQ(writer.add_method(method), Error::Ok);
+  }
+  float scale = 2.0f;
+  ASSERT_EQ(writer.add_named_data("weights", std::span(reinterpret_cast<const uint8_t*>(&scale), 4)), Error::Ok);
+  auto path = (std::filesystem::temp_directory_path() / ("two-libs-" + std::to_string(getpid()) + ".kiln")).string();
+  ASSERT_EQ(writer.write(path), Error::Ok) << last_error_message();
+  Module module(path);
+  std::vector<float> x = {1, 2};
+  auto a = module.execute("forward", {vector_tensor(x)});
+  auto b = module.execute("negated", {vector_tensor(x)});
+  ASSERT_TRUE(a.ok() && b.ok()) << last_error_message();
+  EXPECT_EQ((*a)[0].data<float>()[1], 4.0f);
+  EXPECT_EQ((*b)[0].data<float>()[1], -4.0f);
+  std::filesystem::remove(path);
+}
+
 TEST(AotiMethod, InputsOutsideTheContractAreRefusedByName) {
   auto path = write_program(KILN_FAKE_MODEL_PATH, 1.0f, "fake-contract");
   Module module(path);
