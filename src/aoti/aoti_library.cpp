@@ -84,6 +84,37 @@ Result<void*> load_through_temp_file(std::span<const uint8_t> bytes, const Dynam
   return dlopen_path(file_path, label);
 }
 
+// Vectorised CPU kernels call SLEEF's math functions (Sleef_expf16_u10, ...),
+// which libtorch carries inside it. Kiln takes them from the system's SLEEF
+// library, made global the first time a model needs it.
+constexpr const char* kSleefPrefix = "Sleef_";
+
+Error provide_sleef(const DynamicSymbols& symbols, std::string_view label) {
+  std::string unresolved;
+  size_t count = 0;
+  for (const std::string& name : symbols.undefined)
+    if (name.rfind(kSleefPrefix, 0) == 0 && !::dlsym(RTLD_DEFAULT, name.c_str()))
+      unresolved += (count++ ? ", " : "") + name;
+  if (count == 0) return Error::Ok;
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  const char* env = std::getenv("KILN_SLEEF_LIBRARY");
+  const std::string library = env && *env ? env : "libsleef.so.3";
+  // RTLD_GLOBAL: the model library resolves these through the global scope.
+  if (!::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
+    const char* why = dlerror();
+    return set_error(Error::MissingShim,
+                     std::string(label) + ": the model's vectorised CPU kernels need SLEEF (" + unresolved +
+                         ") but " + library + " could not be opened: " + (why ? why : "unknown error") +
+                         ". Install SLEEF (Debian/Ubuntu: apt-get install libsleef3) or set KILN_SLEEF_LIBRARY.");
+  }
+  for (const std::string& name : symbols.undefined)
+    if (name.rfind(kSleefPrefix, 0) == 0 && !::dlsym(RTLD_DEFAULT, name.c_str()))
+      return set_error(Error::MissingShim, std::string(label) + ": " + library + " has no " + name +
+                                               " (the model was compiled against a newer SLEEF)");
+  return Error::Ok;
+}
+
 // The shims are found with dlsym(RTLD_DEFAULT); a library that imports a name
 // this process cannot resolve would otherwise fail inside dlopen one symbol
 // at a time, or (lazy binding) crash on first call.
@@ -146,6 +177,7 @@ Result<std::unique_ptr<AotiLibrary>> AotiLibrary::load(std::span<const uint8_t> 
   export_runtime_symbols_globally();
   KILN_ASSIGN_OR_RETURN(DynamicSymbols symbols, read_dynamic_symbols(bytes));
   KILN_RETURN_IF_ERROR(check_shim_imports(symbols, label));
+  KILN_RETURN_IF_ERROR(provide_sleef(symbols, label));
   preload_dependencies(symbols);
 
   const std::string what = std::string(label) + " library";

@@ -1,0 +1,123 @@
+"""CudaBackend: AOTInductor for NVIDIA GPUs.
+
+NOT VERIFIED ON A GPU YET: this is a skeleton written against torch 2.11's option names
+(checked to exist in torch._inductor.config) and ExecuTorch's CUDA backend design; it has
+never compiled a model here (the development machine has no GPU).  A follow-up CUDA issue
+completes and tests it on a GPU machine.
+
+Compile specs (all optional):
+  max_autotune   bool, default True  - autotune GEMM/conv templates
+  triton_only    bool, default True  - GEMM/conv from Triton templates only, so the library
+                                       calls no ATen/cuBLAS fallback the runtime lacks
+  emit_multi_arch_kernel bool, default True - fatbin for every arch in TORCH_CUDA_ARCH_LIST
+  emulate_precision_casts bool, default True
+  autotune_at_compile_time bool      - forwarded to triton.autotune_at_compile_time if given
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, ContextManager
+
+from kiln.exporter.aoti_backend import AotiBackend
+
+__all__ = ["CudaBackend", "spec_bool"]
+
+
+def spec_bool(specs: dict[str, Any], key: str, default: bool) -> bool:
+    """Reads a boolean compile spec given as bool, int or "ON"/"OFF"/"true"/"false"/"1"/"0"."""
+    if key not in specs:
+        return default
+    v = specs[key]
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int):
+        return v != 0
+    s = str(v).strip().lower()
+    if s in ("1", "on", "true", "yes"):
+        return True
+    if s in ("0", "off", "false", "no"):
+        return False
+    raise ValueError(f"compile spec {key!r}: {v!r} is not a boolean (use ON/OFF, true/false or 1/0)")
+
+
+class CudaBackend(AotiBackend):
+    DEVICE = "cuda"
+
+    def _require_cuda(self) -> None:
+        import torch
+
+        if not torch.cuda.is_available():
+            raise RuntimeError(
+                "kiln CudaBackend: torch.cuda is not available (torch "
+                f"{torch.__version__}, CUDA build {torch.version.cuda or 'none'}). Exporting for CUDA "
+                "compiles Triton kernels for the local GPU: run the export on a machine with an NVIDIA "
+                "GPU and a CUDA-enabled torch."
+            )
+
+    def aoti_compile_options(self, compile_specs: dict[str, Any]) -> dict[str, Any]:
+        opts = super().aoti_compile_options(compile_specs)
+        opts.update(
+            {
+                "aot_inductor.embed_kernel_binary": True,
+                "aot_inductor.emit_multi_arch_kernel": spec_bool(compile_specs, "emit_multi_arch_kernel", True),
+                "max_autotune": spec_bool(compile_specs, "max_autotune", True),
+                "loop_ordering_after_fusion": False,
+                "emulate_precision_casts": spec_bool(compile_specs, "emulate_precision_casts", True),
+            }
+        )
+        if spec_bool(compile_specs, "triton_only", True):
+            opts["max_autotune_gemm_backends"] = "TRITON"
+            opts["max_autotune_conv_backends"] = "TRITON"
+        if "autotune_at_compile_time" in compile_specs:
+            opts["triton.autotune_at_compile_time"] = spec_bool(compile_specs, "autotune_at_compile_time", False)
+        return opts
+
+    def extra_compile_context(self, compile_specs: dict[str, Any]) -> ContextManager:
+        # The math SDPA decomposes into ops Inductor generates itself; the fused CUDA
+        # kernels would be fallbacks the runtime does not have.
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        return sdpa_kernel([SDPBackend.MATH])
+
+    def prepare_program(self, ep, compile_specs: dict[str, Any]):
+        self._require_cuda()
+        from torch.export.passes import move_to_device_pass
+
+        return move_to_device_pass(ep, "cuda")
+
+    def library_metadata(self, out_dir, so_path, imports, compile_specs) -> dict[str, str]:
+        import torch
+
+        meta = {"cuda_version": str(torch.version.cuda)}
+        major, minor = torch.cuda.get_device_capability()
+        meta["cuda_compile_capability"] = f"{major}.{minor}"
+        meta["cuda_archs"] = os.environ.get("TORCH_CUDA_ARCH_LIST", f"{major}.{minor}")
+        meta["cuda_device_name"] = torch.cuda.get_device_name()
+        return meta
+
+    def preprocess(self, method_name, exported_program, compile_specs=None):
+        self._require_cuda()
+        specs = dict(compile_specs or {})
+        if "TORCH_CUDA_ARCH_LIST" not in os.environ and spec_bool(specs, "emit_multi_arch_kernel", True):
+            # emit_multi_arch_kernel builds for TORCH_CUDA_ARCH_LIST; default to this GPU.
+            import torch
+
+            major, minor = torch.cuda.get_device_capability()
+            with _env("TORCH_CUDA_ARCH_LIST", f"{major}.{minor}"):
+                return super().preprocess(method_name, exported_program, specs)
+        return super().preprocess(method_name, exported_program, specs)
+
+
+@contextlib.contextmanager
+def _env(key: str, value: str):
+    old = os.environ.get(key)
+    os.environ[key] = value
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = old

@@ -1,0 +1,145 @@
+"""kiln.export: ExportedPrograms -> one Kiln program file.
+
+Each method is compiled by an AotiBackend; the library and weights become named data
+entries keyed by content (``<sha256>_so``, ``<sha256>_weights``), so methods whose
+weights blobs are byte-identical share one entry, and the method records which keys it
+uses together with its input/output contract.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from kiln.exporter.aoti_backend import AotiBackend, CompiledMethod
+from kiln.exporter.cpu_backend import CpuBackend
+from kiln.exporter.cuda_backend import CudaBackend
+from kiln.exporter.metal_backend import MetalBackend
+from kiln.exporter.progress import Progress
+
+__all__ = ["export", "KilnProgram", "backend_for", "LIBRARY_ALIGNMENT", "WEIGHTS_ALIGNMENT"]
+
+#: Libraries are copied out (memfd) before dlopen: cache-line alignment is enough.
+LIBRARY_ALIGNMENT = 64
+#: Weights may be mapped and handed to UpdateConstantsFromBlob in place: page alignment.
+WEIGHTS_ALIGNMENT = 4096
+
+_BACKENDS: dict[str, type[AotiBackend]] = {
+    "cpu": CpuBackend,
+    "cuda": CudaBackend,
+    "metal": MetalBackend,
+    "mps": MetalBackend,
+}
+
+
+def backend_for(backend: AotiBackend | str, progress: Progress | None = None) -> AotiBackend:
+    """A backend instance from a name ("cpu", "cuda", "metal"/"mps") or an instance."""
+    if isinstance(backend, AotiBackend):
+        if progress is not None:
+            backend.progress = progress
+        return backend
+    if not isinstance(backend, str) or backend.lower() not in _BACKENDS:
+        raise ValueError(f"unknown Kiln backend {backend!r}; expected one of {sorted(_BACKENDS)} or an AotiBackend")
+    return _BACKENDS[backend.lower()](progress=progress)
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass
+class KilnProgram:
+    """The result of :func:`export`: the program (``.program``) and the compiled methods.
+
+    ``save(path)`` writes the program file; with external weights the weights go to
+    ``external_data_path`` (default: ``<path>.data``).
+    """
+
+    program: Any  # kiln.program.Program
+    methods: dict[str, CompiledMethod] = field(default_factory=dict)
+    has_external_data: bool = False
+    progress: Progress = field(default_factory=lambda: Progress(verbose=False))
+
+    def save(self, path: str | os.PathLike, external_data_path: str | os.PathLike | None = None) -> None:
+        """Writes the program file; external weights go to ``external_data_path``
+        (default ``<path>.data``, kiln.program's convention)."""
+        path = os.fspath(path)
+        with self.progress.stage(f"save {os.path.basename(path)}"):
+            if external_data_path is None:
+                self.program.save(path)
+            else:
+                self.program.save(path, external_data_path=os.fspath(external_data_path))
+
+
+def export(
+    programs: Mapping[str, Any] | Any,
+    backend: AotiBackend | str = "cpu",
+    compile_specs: dict[str, Any] | None = None,
+    metadata: dict[str, Any] | None = None,
+    external_weights: bool = False,
+    verbose: bool = True,
+) -> KilnProgram:
+    """Compiles ``torch.export`` programs into one Kiln program.
+
+    ``programs``: an ExportedProgram (becomes method "forward") or a dict method name ->
+    ExportedProgram.  ``backend``: "cpu", "cuda", "metal" or an AotiBackend instance.
+    ``compile_specs`` apply to every method and are recorded in each method.
+    ``metadata`` is added to the program's metadata (strings).  ``external_weights``
+    stores weights in a separate data file at save time.  ``verbose`` prints one line
+    per stage on stderr.
+
+    Raises UnsupportedKernelsError (before anything is packed) when a compiled method
+    needs aoti_torch_* functions Kiln's runtime lacks.
+    """
+    from torch.export import ExportedProgram
+
+    from kiln.exporter.metadata import program_metadata
+    from kiln.program import MethodSpec, Program
+
+    if isinstance(programs, ExportedProgram):
+        programs = {"forward": programs}
+    if not isinstance(programs, Mapping) or not programs:
+        raise TypeError("kiln.export takes an ExportedProgram or a non-empty dict name -> ExportedProgram")
+    for name, ep in programs.items():
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"method names must be non-empty strings, got {name!r}")
+        if not isinstance(ep, ExportedProgram):
+            raise TypeError(f"method {name!r}: expected a torch.export.ExportedProgram, got {type(ep).__name__}")
+
+    progress = Progress(verbose=verbose)
+    be = backend_for(backend, progress)
+    specs = dict(compile_specs or {})
+    program = Program(metadata=program_metadata(metadata))
+    result = KilnProgram(program=program, has_external_data=external_weights, progress=progress)
+
+    for name, ep in programs.items():
+        compiled = be.preprocess(name, ep, specs)
+        with progress.stage(f"{name}: pack"):
+            so_sha = _sha256(compiled.library)
+            library_key = program.add_named_data(f"{so_sha}_so", compiled.library, alignment=LIBRARY_ALIGNMENT)
+            weights_key = ""
+            meta = dict(compiled.metadata)
+            meta["library_sha256"] = so_sha
+            if compiled.weights:
+                w_sha = _sha256(compiled.weights)
+                weights_key = program.add_named_data(
+                    f"{w_sha}_weights", compiled.weights, alignment=WEIGHTS_ALIGNMENT, external=external_weights
+                )
+                meta["weights_sha256"] = w_sha
+            program.add_method(
+                MethodSpec(
+                    name=name,
+                    backend="aoti",
+                    device=compiled.device,
+                    inputs=compiled.inputs,
+                    outputs=compiled.outputs,
+                    compile_specs={str(k): str(v) for k, v in specs.items()},
+                    metadata=meta,
+                    library_key=library_key,
+                    weights_key=weights_key,
+                )
+            )
+        result.methods[name] = compiled
+    return result

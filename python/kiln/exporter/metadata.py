@@ -1,0 +1,164 @@
+"""A method's input/output contract, read from an ExportedProgram, and program metadata.
+
+The runtime checks callers' tensors against this contract (dtype, rank, static sizes and
+the bounds of dynamic sizes) before handing them to the compiled library, which itself
+performs no such checks.  Everything here is read from the ExportedProgram as it will
+be compiled, so the contract and the library cannot disagree.
+"""
+
+from __future__ import annotations
+
+import platform
+import sys
+from typing import Any
+
+import torch
+from torch.export import ExportedProgram
+from torch.export.graph_signature import (
+    ConstantArgument,
+    InputKind,
+    OutputKind,
+    SymIntArgument,
+    TensorArgument,
+)
+
+from kiln.program import DimSpec, TensorSpec
+
+__all__ = [
+    "dtype_name",
+    "input_specs",
+    "output_specs",
+    "user_input_values",
+    "program_metadata",
+    "EXPORTER_VERSION",
+]
+
+from kiln import __version__ as EXPORTER_VERSION  # noqa: E402  (one version for the package)
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """torch.float32 -> "float32" (the names kiln.program uses)."""
+    return str(dtype).removeprefix("torch.")
+
+
+def _finite_int(value: Any) -> int | None:
+    """An int for a finite bound, None for an infinite one.
+
+    torch's int_oo claims ``is_finite`` (it models "unbounded integer"), so it is
+    recognised by type; sympy's oo/-oo/zoo by ``is_infinite``.
+    """
+    from torch.utils._sympy.numbers import IntInfinity, NegativeIntInfinity
+
+    if isinstance(value, (IntInfinity, NegativeIntInfinity)):
+        return None
+    if getattr(value, "is_infinite", False) or getattr(value, "is_number", True) is False:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
+
+
+def _dim_spec(size: Any, ranges: dict) -> DimSpec:
+    if isinstance(size, int):
+        return DimSpec(size=size)
+    if not isinstance(size, torch.SymInt):
+        raise TypeError(f"unexpected tensor size entry {size!r} ({type(size).__name__})")
+    expr = size.node.expr
+    if expr.is_number:
+        return DimSpec(size=int(expr))
+    from torch.utils._sympy.value_ranges import bound_sympy
+
+    # Bounds of the whole expression (e.g. 2*s0 for an output), from the symbols' ranges.
+    vr = bound_sympy(expr, {s: r for s, r in ranges.items() if s in expr.free_symbols})
+    lower = _finite_int(vr.lower)
+    upper = _finite_int(vr.upper)
+    hint = size.node.hint
+    example = int(hint) if hint is not None else -1
+    return DimSpec(
+        size=example,
+        dynamic=True,
+        min=max(lower, 0) if lower is not None else 0,
+        max=upper if upper is not None else -1,
+        name=str(expr),
+    )
+
+
+def _tensor_spec(name: str, val: Any, ranges: dict, what: str) -> TensorSpec:
+    if not isinstance(val, torch.Tensor):
+        raise NotImplementedError(
+            f"{what} {name!r} is a {type(val).__name__}, not a tensor; Kiln methods take and "
+            "return tensors only"
+        )
+    return TensorSpec(name=name, dtype=dtype_name(val.dtype), dims=[_dim_spec(s, ranges) for s in val.shape])
+
+
+def _placeholders(ep: ExportedProgram) -> dict[str, torch.fx.Node]:
+    return {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+
+
+def user_input_values(ep: ExportedProgram) -> list[Any]:
+    """The flattened user inputs as compile-time example values: fake tensors from the
+    placeholders' meta["val"] (dynamic dims stay symbolic) and constants as recorded."""
+    nodes = _placeholders(ep)
+    values: list[Any] = []
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind != InputKind.USER_INPUT:
+            continue
+        arg = spec.arg
+        if isinstance(arg, TensorArgument):
+            values.append(nodes[arg.name].meta["val"])
+        elif isinstance(arg, ConstantArgument):
+            values.append(arg.value)
+        elif isinstance(arg, SymIntArgument):
+            raise NotImplementedError(
+                f"user input {arg.name!r} is a SymInt; Kiln methods take tensor inputs only "
+                "(pass the size as part of a tensor's shape instead)"
+            )
+        else:
+            raise NotImplementedError(f"unsupported user input kind {type(arg).__name__}")
+    return values
+
+
+def input_specs(ep: ExportedProgram) -> list[TensorSpec]:
+    """Contract of the user inputs, in call order (constants are baked in and omitted)."""
+    nodes = _placeholders(ep)
+    ranges = dict(ep.range_constraints)
+    specs = []
+    for spec in ep.graph_signature.input_specs:
+        if spec.kind != InputKind.USER_INPUT or isinstance(spec.arg, ConstantArgument):
+            continue
+        if not isinstance(spec.arg, TensorArgument):
+            raise NotImplementedError(f"user input {spec.arg!r} is not a tensor")
+        specs.append(_tensor_spec(spec.arg.name, nodes[spec.arg.name].meta.get("val"), ranges, "input"))
+    return specs
+
+
+def output_specs(ep: ExportedProgram) -> list[TensorSpec]:
+    """Contract of the user outputs (flattened), shapes from the output node's meta["val"]."""
+    out_node = next(n for n in ep.graph.nodes if n.op == "output")
+    out_args = list(out_node.args[0])
+    ranges = dict(ep.range_constraints)
+    specs = []
+    for i, spec in enumerate(ep.graph_signature.output_specs):
+        if spec.kind != OutputKind.USER_OUTPUT:
+            continue
+        node = out_args[i]
+        name = getattr(spec.arg, "name", None) or f"output_{len(specs)}"
+        val = node.meta.get("val") if isinstance(node, torch.fx.Node) else node
+        specs.append(_tensor_spec(name, val, ranges, "output"))
+    return specs
+
+
+def program_metadata(extra: dict[str, Any] | None = None) -> dict[str, str]:
+    """Metadata every exported program carries; ``extra`` (the caller's) wins on conflicts."""
+    meta = {
+        "kiln_exporter_version": EXPORTER_VERSION,
+        "torch_version": torch.__version__,
+        "python_version": platform.python_version(),
+        "created_by": f"kiln.export {EXPORTER_VERSION} (torch {torch.__version__}, "
+        f"python {platform.python_version()}, {sys.platform}-{platform.machine()})",
+    }
+    for k, v in (extra or {}).items():
+        meta[str(k)] = str(v)
+    return meta

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs everything Kiln needs on a fresh Debian/Ubuntu machine and builds it.
+# Idempotent: packages already present are skipped.
+#   KILN_BUILD_DIR   build directory (default: build)
+#   KILN_CMAKE_ARGS  extra CMake arguments
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+debian_packages=(build-essential cmake ninja-build pkg-config libgtest-dev flatbuffers-compiler
+  libflatbuffers-dev libopenblas-openmp-dev libsleef3 libsodium-dev libdlpack-dev python3-pip)
+missing=()
+for p in "${debian_packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "[kiln setup] installing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+fi
+
+# torch is pinned to the version on the GPU machine: AOTInductor's ABI is per release.
+python_requirements=(torch==2.11.0 numpy flatbuffers pytest)
+if ! python3 -c "import torch, numpy, flatbuffers, pytest, sys; sys.exit(torch.__version__.split('+')[0] != '2.11.0')" 2>/dev/null; then
+  echo "[kiln setup] installing Python packages: ${python_requirements[*]}"
+  python3 -m pip install -q "${python_requirements[@]}" || \
+    python3 -m pip install -q --break-system-packages "${python_requirements[@]}"
+fi
+
+build_dir="${KILN_BUILD_DIR:-build}"
+echo "[kiln setup] building in $build_dir"
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_WARNINGS_AS_ERRORS=ON ${KILN_CMAKE_ARGS:-}
+cmake --build "$build_dir" -j "$(nproc)"
