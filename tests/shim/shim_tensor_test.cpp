@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "aoti/shim/layout_util.h"
 #include "aoti/shim/shim_abi.h"
 #include "aoti/shim/shim_state.h"
 #include "aoti/shim/tensor_handle.h"
@@ -482,3 +483,21 @@ TEST(HalfFloat, RoundTripsAndRounds) {
 }
 
 }  // namespace
+
+namespace kiln::aoti {
+namespace {
+// Reference strides printed by eager torch 2.11 for empty_like(x) of each x.
+TEST(LayoutUtil, StridesLikeFollowsEmptyLikeForNonDenseInputs) {
+  // q = randn(2,16,192)[..., :64].reshape(2,16,4,16).transpose(1,2)
+  EXPECT_EQ(strides_like(std::vector<int64_t>{2, 4, 16, 16}, std::vector<int64_t>{3072, 16, 192, 1}),
+            (std::vector<int64_t>{1024, 16, 64, 1}));
+  // dense but transposed: kept as is
+  EXPECT_EQ(strides_like(std::vector<int64_t>{2, 4, 16, 16}, std::vector<int64_t>{1024, 16, 64, 1}),
+            (std::vector<int64_t>{1024, 16, 64, 1}));
+  // randn(4, 10)[:, ::2] -> contiguous
+  EXPECT_EQ(strides_like(std::vector<int64_t>{4, 5}, std::vector<int64_t>{10, 2}), (std::vector<int64_t>{5, 1}));
+  // randn(10, 4).t()[:, ::2] (sizes [4, 5], strides [1, 8]) -> column-major dense
+  EXPECT_EQ(strides_like(std::vector<int64_t>{4, 5}, std::vector<int64_t>{1, 8}), (std::vector<int64_t>{1, 4}));
+}
+}  // namespace
+}  // namespace kiln::aoti

@@ -13,8 +13,9 @@ namespace kiln::aoti {
 /// permutation of dimensions (size-1 dimensions ignored).
 bool non_overlapping_and_dense(std::span<const int64_t> sizes, std::span<const int64_t> strides);
 
-/// Strides for a fresh tensor "like" one with these sizes/strides: the same
-/// strides if that tensor is non-overlapping and dense, else contiguous.
+/// Strides for a fresh tensor "like" one with these sizes/strides (ATen's
+/// empty_like with preserve_format): the same strides if that tensor is
+/// non-overlapping and dense, else dense strides in its memory order.
 std::vector<int64_t> strides_like(std::span<const int64_t> sizes, std::span<const int64_t> strides);
 
 }  // namespace kiln::aoti
