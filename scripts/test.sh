@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Sets up, builds, and runs every test: C++ unit tests (ctest) and the Python
+# suite, which exports models with the real AOTInductor and compares Kiln's
+# outputs with eager PyTorch. Fails if either runner ran no test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+build_dir="${KILN_BUILD_DIR:-build}"
+
+echo "[kiln test] ctest"
+ctest_log=$(mktemp)
+(cd "$build_dir" && ctest --output-on-failure -j "$(nproc)") 2>&1 | tee "$ctest_log"
+if grep -q "No tests were found" "$ctest_log"; then
+  echo "[kiln test] ctest ran no test" >&2
+  exit 1
+fi
+
+echo "[kiln test] pytest"
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+export KILN_LIBRARY="$PWD/$build_dir/libkiln.so"
+export KILN_CLI="$PWD/$build_dir/kiln"
+set +e
+python3 -m pytest -q tests/python "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "[kiln test] pytest ran no test" >&2
+  exit 1
+fi
+exit "$status"

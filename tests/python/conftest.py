@@ -1,0 +1,6 @@
+import sys
+from pathlib import Path
+
+# Test helpers (parity_models.py) live beside the tests; the kiln package lives in python/.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "python"))
