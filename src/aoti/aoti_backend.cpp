@@ -1,6 +1,7 @@
 #include "aoti/aoti_backend.h"
 
 #include "aoti/aoti_method.h"
+#include "aoti/host_compatibility.h"
 #include "kiln/device_interface.h"
 
 namespace kiln::aoti {
@@ -56,6 +57,7 @@ Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(std::shared_ptr
   if (!iface || iface->device_count() <= config.device.index)
     return set_error(Error::NotSupported, "method '" + method.name + "' runs on " + device_string(config.device) +
                                               ", which this build or machine does not have");
+  KILN_RETURN_IF_ERROR(check_host_compatibility(method));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<AotiMethod> loaded, AotiMethod::load(std::move(program), method, config));
   return std::unique_ptr<MethodExecutor>(std::move(loaded));
 }
