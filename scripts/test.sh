@@ -9,7 +9,8 @@ build_dir="${KILN_BUILD_DIR:-build}"
 
 echo "[kiln test] ctest"
 ctest_log=$(mktemp)
-(cd "$build_dir" && ctest --output-on-failure -j "$(nproc)") 2>&1 | tee "$ctest_log"
+# GPU tests (label gpu) run on the GPU machine through scripts/gpu-suite.
+(cd "$build_dir" && ctest --output-on-failure -LE gpu -j "$(nproc)") 2>&1 | tee "$ctest_log"
 if grep -q "No tests were found" "$ctest_log"; then
   echo "[kiln test] ctest ran no test" >&2
   exit 1

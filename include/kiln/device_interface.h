@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kiln/device.h"
 #include "kiln/error.h"
@@ -36,6 +37,14 @@ class KILN_API DeviceInterface {
                      StreamHandle stream) = 0;
   /// Waits for all work queued on `stream`.
   virtual Error synchronize(int index, StreamHandle stream) = 0;
+
+  /// Copies a strided tensor (`ndim` <= 8 dimensions of `sizes`, strides in
+  /// elements, src strides may be 0 for broadcast) between two buffers of
+  /// this device, ordered on `stream`. Devices without a strided copy kernel
+  /// keep the default, which returns NotSupported.
+  virtual Error copy_strided(void* dst, const int64_t* dst_strides, const void* src, const int64_t* src_strides,
+                             const int64_t* sizes, int64_t ndim, size_t element_size, int index,
+                             StreamHandle stream);
 };
 
 /// Registers `device` for its type (called from the builtin list). The registry

@@ -1,5 +1,6 @@
 #include <array>
 #include <mutex>
+#include <string>
 
 #include "kiln/device_interface.h"
 
@@ -12,6 +13,12 @@ std::array<DeviceInterface*, kMaxDeviceTypes>& registry() {
   return slots;
 }
 }  // namespace
+
+Error DeviceInterface::copy_strided(void*, const int64_t*, const void*, const int64_t*, const int64_t*, int64_t,
+                                    size_t, int, StreamHandle) {
+  return set_error(Error::NotSupported,
+                   std::string("strided copies on ") + device_type_name(type()) + " are not supported");
+}
 
 void register_device_interface(DeviceInterface* device) {
   auto code = static_cast<size_t>(device->type());

@@ -176,16 +176,24 @@ Error copy_tensor(const Tensor& dst, const Tensor& src) {
   DeviceInterface* iface = get_device_interface(dev.type);
   KILN_CHECK_OR_RETURN(iface != nullptr, Error::NotSupported,
                        "no device backend for '" + device_string(dev) + "' in this build");
+  const bool same_device = !dst.device().is_cpu() && dst.device() == src.device();
+  if (same_device && (!dst.is_contiguous() || !src.is_contiguous()))
+    return iface->copy_strided(dst.data_ptr(), dst.strides().data(), src.data_ptr(), src.strides().data(),
+                               dst.sizes().data(), dst.dim(), elem, dev.index, nullptr);
   if (!dst.is_contiguous() || !src.is_contiguous()) {
     const Tensor& host = dst_dev ? src : dst;
     const Tensor& device_side = dst_dev ? dst : src;
-    KILN_CHECK_OR_RETURN(device_side.is_contiguous(), Error::NotSupported,
-                         "strided copy on device " + device_string(dev) + " is not supported yet");
-    KILN_ASSIGN_OR_RETURN(Tensor staging, Tensor::empty(host.sizes(), host.dtype()));
-    if (dst_dev) {
+    if (!device_side.is_contiguous()) {
+      // Stage through a contiguous buffer on the device, then copy strided there.
+      KILN_ASSIGN_OR_RETURN(Tensor staging, Tensor::empty(device_side.sizes(), device_side.dtype(), dev));
+      if (dst_dev) {
+        KILN_RETURN_IF_ERROR(copy_tensor(staging, src));
+        return copy_tensor(dst, staging);
+      }
       KILN_RETURN_IF_ERROR(copy_tensor(staging, src));
       return copy_tensor(dst, staging);
     }
+    KILN_ASSIGN_OR_RETURN(Tensor staging, Tensor::empty(host.sizes(), host.dtype()));
     KILN_RETURN_IF_ERROR(copy_tensor(staging, src));
     return copy_tensor(dst, staging);
   }

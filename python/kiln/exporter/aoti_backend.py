@@ -79,14 +79,21 @@ class CompiledMethod:
     shim_imports: list[str] = field(default_factory=list)
 
 
+SUPPORTED_CUDA_SHIMS_PATH = SUPPORTED_SHIMS_PATH.parent / "supported_cuda_shims.txt"
+
+
 def load_supported_shims(path: str | os.PathLike | None = None) -> set[str]:
-    """Reads the runtime's shim list: one name per line, '#' starts a comment line."""
+    """Reads a shim list: one name per line, '#' starts a comment line. With no
+    path: everything the runtime implements, libkiln's list plus the CUDA
+    plugin's."""
+    paths = [path] if path else [SUPPORTED_SHIMS_PATH, SUPPORTED_CUDA_SHIMS_PATH]
     names: set[str] = set()
-    with open(path or SUPPORTED_SHIMS_PATH, encoding="utf-8") as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if line:
-                names.add(line)
+    for p in paths:
+        with open(p, encoding="utf-8") as f:
+            for line in f:
+                line = line.split("#", 1)[0].strip()
+                if line:
+                    names.add(line)
     return names
 
 

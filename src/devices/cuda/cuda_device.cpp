@@ -1,0 +1,209 @@
+#include "devices/cuda/cuda_device.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "devices/cuda/cuda_check.h"
+#include "devices/cuda/cuda_thread_state.h"
+#include "devices/cuda/strided_copy.h"
+#include "kiln/log.h"
+
+namespace kiln::cudadev {
+
+CudaDevice& CudaDevice::instance() {
+  static CudaDevice* device = new CudaDevice();  // never destroyed, see header
+  return *device;
+}
+
+int CudaDevice::device_count() const noexcept {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+Result<void*> CudaDevice::pool_for(int index) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pools_.find(index);
+    if (it != pools_.end()) return it->second;
+  }
+  // A pool of our own (not the device's default pool) so Kiln's caching policy
+  // never changes memory behaviour of other CUDA code in the process.
+  cudaMemPoolProps props;
+  std::memset(&props, 0, sizeof(props));
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = index;
+  cudaMemPool_t pool = nullptr;
+  KILN_RETURN_IF_ERROR(
+      cuda_status(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate for CUDA device " + std::to_string(index)));
+  // Keep freed memory in the pool instead of returning it to the driver at each
+  // synchronisation: models allocate the same intermediates on every run.
+  uint64_t threshold = std::numeric_limits<uint64_t>::max();
+  Error err = cuda_status(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+                          "cudaMemPoolSetAttribute(ReleaseThreshold)");
+  if (err != Error::Ok) {
+    (void)cudaMemPoolDestroy(pool);
+    return err;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto [it, inserted] = pools_.emplace(index, pool);
+  if (!inserted) (void)cudaMemPoolDestroy(pool);  // another thread won the race
+  return it->second;
+}
+
+Result<void*> CudaDevice::allocate(size_t nbytes, int index, StreamHandle stream) {
+  KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
+  ScopedDevice scoped(device);
+  KILN_RETURN_IF_ERROR(scoped.status());
+  KILN_ASSIGN_OR_RETURN(void* pool_ptr, pool_for(device));
+  auto pool = static_cast<cudaMemPool_t>(pool_ptr);
+  auto s = stream ? static_cast<cudaStream_t>(stream) : current_stream(device);
+  void* ptr = nullptr;
+  cudaError_t status = cudaMallocFromPoolAsync(&ptr, nbytes, pool, s);
+  if (status == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    // Frees still pending on other streams become reusable once they complete:
+    // wait for the device and try once more, unless the stream is being
+    // captured into a graph (synchronising would invalidate the capture).
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(s, &capture) == cudaSuccess && capture == cudaStreamCaptureStatusNone &&
+        cudaDeviceSynchronize() == cudaSuccess)
+      status = cudaMallocFromPoolAsync(&ptr, nbytes, pool, s);
+  }
+  if (status != cudaSuccess) {
+    uint64_t in_use = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      in_use = counters_[device].in_use;
+    }
+    return cuda_status(status, "CUDA allocation of " + std::to_string(nbytes) + " bytes on device " +
+                                   std::to_string(device) + " (" + std::to_string(in_use) +
+                                   " bytes in use by Kiln) failed");
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  blocks_[ptr] = Block{nbytes, device};
+  Counters& c = counters_[device];
+  c.in_use += nbytes;
+  c.count += 1;
+  if (c.in_use > c.peak) c.peak = c.in_use;
+  return ptr;
+}
+
+void CudaDevice::free(void* ptr, int index, StreamHandle stream) noexcept {
+  if (ptr == nullptr) return;
+  Block block{0, index};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.find(ptr);
+    if (it == blocks_.end()) {
+      KILN_LOG(Warning, "CUDA free of a pointer Kiln did not allocate; ignored");
+      return;
+    }
+    block = it->second;
+    blocks_.erase(it);
+    Counters& c = counters_[block.device];
+    c.in_use -= block.nbytes;
+    c.count -= 1;
+  }
+  ScopedDevice scoped(block.device);
+  if (scoped.status() != Error::Ok) return;
+  auto s = stream ? static_cast<cudaStream_t>(stream) : current_stream(block.device);
+  const cudaError_t status = cudaFreeAsync(ptr, s);
+  if (status != cudaSuccess) {
+    // At process exit the driver may already be gone; nothing useful to do.
+    (void)cudaGetLastError();
+    KILN_LOG(Debug, std::string("cudaFreeAsync failed: ") + cudaGetErrorString(status));
+  }
+}
+
+Error CudaDevice::copy(void* dst, const void* src, size_t nbytes, CopyKind kind, int index, StreamHandle stream) {
+  if (nbytes == 0) return Error::Ok;
+  if (dst == nullptr || src == nullptr) return set_error(Error::InvalidArgument, "CUDA copy with a null pointer");
+  KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
+  ScopedDevice scoped(device);
+  KILN_RETURN_IF_ERROR(scoped.status());
+  auto s = stream ? static_cast<cudaStream_t>(stream) : current_stream(device);
+  KILN_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, s),
+                                   "cudaMemcpyAsync of " + std::to_string(nbytes) + " bytes"));
+  if (kind != CopyKind::DeviceToDevice)
+    KILN_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(s), "cudaStreamSynchronize after a host copy"));
+  return Error::Ok;
+}
+
+Error CudaDevice::synchronize(int index, StreamHandle stream) {
+  KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
+  ScopedDevice scoped(device);
+  KILN_RETURN_IF_ERROR(scoped.status());
+  auto s = stream ? static_cast<cudaStream_t>(stream) : current_stream(device);
+  return cuda_status(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+}
+
+Error CudaDevice::copy_strided(void* dst, const int64_t* dst_strides, const void* src, const int64_t* src_strides,
+                               const int64_t* sizes, int64_t ndim, size_t element_size, int index,
+                               StreamHandle stream) {
+  KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
+  ScopedDevice scoped(device);
+  KILN_RETURN_IF_ERROR(scoped.status());
+  auto s = stream ? static_cast<cudaStream_t>(stream) : current_stream(device);
+  return launch_strided_copy(dst, dst_strides, src, src_strides, sizes, ndim, element_size, s);
+}
+
+Result<AllocatorStats> CudaDevice::stats(int index) {
+  if (index < 0 || index >= device_count())
+    return set_error(Error::InvalidArgument, "CUDA device index " + std::to_string(index) + " is out of range");
+  AllocatorStats out;
+  void* pool = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const Counters& c = counters_[index];
+    out.bytes_in_use = c.in_use;
+    out.peak_bytes_in_use = c.peak;
+    out.allocations_in_use = c.count;
+    auto it = pools_.find(index);
+    if (it != pools_.end()) pool = it->second;
+  }
+  if (pool != nullptr) {
+    uint64_t reserved = 0;
+    KILN_RETURN_IF_ERROR(cuda_status(cudaMemPoolGetAttribute(static_cast<cudaMemPool_t>(pool),
+                                                             cudaMemPoolAttrReservedMemCurrent, &reserved),
+                                     "cudaMemPoolGetAttribute(ReservedMemCurrent)"));
+    out.bytes_reserved = reserved;
+  }
+  return out;
+}
+
+Error CudaDevice::reset_peak(int index) {
+  if (index < 0 || index >= device_count())
+    return set_error(Error::InvalidArgument, "CUDA device index " + std::to_string(index) + " is out of range");
+  std::lock_guard<std::mutex> lock(mutex_);
+  Counters& c = counters_[index];
+  c.peak = c.in_use;
+  return Error::Ok;
+}
+
+Error CudaDevice::release_cached(int index) {
+  if (index < 0 || index >= device_count())
+    return set_error(Error::InvalidArgument, "CUDA device index " + std::to_string(index) + " is out of range");
+  void* pool = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = pools_.find(index);
+    if (it != pools_.end()) pool = it->second;
+  }
+  if (pool == nullptr) return Error::Ok;
+  ScopedDevice scoped(index);
+  KILN_RETURN_IF_ERROR(scoped.status());
+  KILN_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  KILN_CUDA_RETURN_IF_ERROR(cudaMemPoolTrimTo(static_cast<cudaMemPool_t>(pool), 0));
+  return Error::Ok;
+}
+
+}  // namespace kiln::cudadev

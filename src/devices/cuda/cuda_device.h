@@ -1,0 +1,79 @@
+// CUDA device: a stream-ordered caching allocator (cudaMallocFromPoolAsync on
+// one memory pool per GPU that keeps freed memory: release threshold
+// UINT64_MAX), copies with cudaMemcpyAsync, and the strided copy kernel.
+//
+// Streams: a null StreamHandle means the calling thread's current stream on
+// that device (cuda_thread_state.h), so memory that kiln::Tensor allocates
+// inside a model run (under the model's stream guard) is stream-ordered on the
+// run's stream. Frees are ordered on the stream passed, or the thread's current
+// stream at free time; memory used on a non-blocking stream must be
+// synchronised by its user before the last reference goes from another stream.
+//
+// Thread-safety: all members may be called concurrently; the bookkeeping is
+// under one mutex, CUDA calls are made outside it.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+
+#include "kiln/device_interface.h"
+
+namespace kiln::cudadev {
+
+struct AllocatorStats {
+  uint64_t bytes_in_use = 0;
+  uint64_t peak_bytes_in_use = 0;
+  uint64_t bytes_reserved = 0;
+  uint64_t allocations_in_use = 0;
+};
+
+class CudaDevice final : public DeviceInterface {
+ public:
+  DeviceType type() const noexcept override { return DeviceType::CUDA; }
+  int device_count() const noexcept override;
+  Result<void*> allocate(size_t nbytes, int index, StreamHandle stream) override;
+  /// Frees memory from allocate(). `index` -1 means "the device it was
+  /// allocated on" (looked up); unknown pointers are logged and ignored.
+  void free(void* ptr, int index, StreamHandle stream) noexcept override;
+  /// Any direction (cudaMemcpyDefault). Copies that read or write host memory
+  /// are complete when this returns (the stream is synchronised: the host side
+  /// may be a temporary the caller frees next); device-to-device copies are
+  /// only ordered on the stream.
+  Error copy(void* dst, const void* src, size_t nbytes, CopyKind kind, int index, StreamHandle stream) override;
+  Error synchronize(int index, StreamHandle stream) override;
+
+  /// Strided device-to-device copy (see kiln::cuda::copy_strided).
+  Error copy_strided(void* dst, const int64_t* dst_strides, const void* src, const int64_t* src_strides,
+                     const int64_t* sizes, int64_t ndim, size_t element_size, int index,
+                     StreamHandle stream) override;
+
+  Result<AllocatorStats> stats(int index);
+  Error reset_peak(int index);
+  Error release_cached(int index);
+
+  /// The process-wide instance. Deliberately never destroyed: tensors freed by
+  /// other static destructors at exit must still find it.
+  static CudaDevice& instance();
+
+ private:
+  CudaDevice() = default;
+  // The pool of device `index`, created on first use.
+  Result<void*> pool_for(int index);
+
+  struct Block {
+    size_t nbytes;
+    int device;
+  };
+  struct Counters {
+    uint64_t in_use = 0;
+    uint64_t peak = 0;
+    uint64_t count = 0;
+  };
+  std::mutex mutex_;
+  std::unordered_map<void*, Block> blocks_;
+  std::unordered_map<int, void*> pools_;  // cudaMemPool_t per device
+  std::unordered_map<int, Counters> counters_;
+};
+
+}  // namespace kiln::cudadev

@@ -1,0 +1,45 @@
+// The C interface between libkiln (which dlopens the CUDA plugin) and
+// libkiln_cuda.so. Plain C types only, so the two libraries agree on it
+// whatever C++ runtime each was linked with. Free of CUDA headers.
+//
+// Errors: functions returning int32_t return a kiln::Error code (0 = Ok); the
+// message is recorded in libkiln's thread-local error (the plugin calls
+// kiln::set_error, which lives in libkiln).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+extern "C" {
+
+/// Bumped when a member is added; members are only ever appended.
+#define KILN_CUDA_PLUGIN_API_VERSION 1
+
+struct KilnCudaMemoryStats {
+  uint64_t bytes_in_use;
+  uint64_t peak_bytes_in_use;
+  uint64_t bytes_reserved;
+  uint64_t allocations_in_use;
+};
+
+struct KilnCudaPluginApi {
+  uint32_t version;  ///< KILN_CUDA_PLUGIN_API_VERSION of the plugin.
+  uint32_t size;     ///< sizeof(KilnCudaPluginApi) of the plugin.
+  int32_t (*device_count)(void);
+  int32_t (*memory_stats)(int32_t device, KilnCudaMemoryStats* out);
+  int32_t (*reset_peak_memory_stats)(int32_t device);
+  int32_t (*release_cached_memory)(int32_t device);
+  int32_t (*set_allow_tf32)(int32_t allow);
+  int32_t (*allow_tf32)(void);
+  int32_t (*copy_strided)(void* dst, const int64_t* dst_strides, const void* src, const int64_t* src_strides,
+                          const int64_t* sizes, int64_t ndim, uint64_t element_size, int32_t device, void* stream);
+};
+
+/// Exported by libkiln_cuda.so. Registers the CUDA device with libkiln's device
+/// registry; returns 0 on success, else a kiln::Error code (message recorded),
+/// e.g. when no GPU is visible.
+typedef int (*KilnCudaRegisterFn)(void);
+/// Exported by libkiln_cuda.so: its function table (static; never freed).
+typedef const KilnCudaPluginApi* (*KilnCudaPluginApiFn)(void);
+
+}  // extern "C"

@@ -1,0 +1,100 @@
+// The two symbols libkiln looks up after dlopen("libkiln_cuda.so"):
+// kiln_cuda_register (registers the device) and kiln_cuda_plugin_api (the
+// function table behind include/kiln/cuda.h).
+#include <cuda_runtime_api.h>
+
+#include <string>
+
+#include "devices/cuda/cuda_check.h"
+#include "devices/cuda/cuda_device.h"
+#include "devices/cuda/cuda_plugin_api.h"
+#include "devices/cuda/cuda_settings.h"
+#include "kiln/device_interface.h"
+#include "kiln/log.h"
+
+using namespace kiln;
+using namespace kiln::cudadev;
+
+namespace {
+
+// Runs `body` (returning kiln::Error) with nothing allowed to escape into libkiln.
+template <typename Body>
+int32_t firewall(const char* what, Body&& body) noexcept {
+  try {
+    return static_cast<int32_t>(body());
+  } catch (...) {
+    try {
+      return static_cast<int32_t>(set_error(Error::Internal, std::string(what) + ": unexpected exception"));
+    } catch (...) {
+      return static_cast<int32_t>(Error::Internal);
+    }
+  }
+}
+
+int32_t api_device_count() { return CudaDevice::instance().device_count(); }
+
+int32_t api_memory_stats(int32_t device, KilnCudaMemoryStats* out) {
+  return firewall("kiln::cuda::memory_stats", [&]() -> Error {
+    if (out == nullptr) return set_error(Error::InvalidArgument, "memory_stats: null output");
+    KILN_ASSIGN_OR_RETURN(AllocatorStats s, CudaDevice::instance().stats(device));
+    out->bytes_in_use = s.bytes_in_use;
+    out->peak_bytes_in_use = s.peak_bytes_in_use;
+    out->bytes_reserved = s.bytes_reserved;
+    out->allocations_in_use = s.allocations_in_use;
+    return Error::Ok;
+  });
+}
+
+int32_t api_reset_peak(int32_t device) {
+  return firewall("kiln::cuda::reset_peak_memory_stats", [&] { return CudaDevice::instance().reset_peak(device); });
+}
+
+int32_t api_release_cached(int32_t device) {
+  return firewall("kiln::cuda::release_cached_memory", [&] { return CudaDevice::instance().release_cached(device); });
+}
+
+int32_t api_set_allow_tf32(int32_t allow) {
+  set_allow_tf32(allow != 0);
+  return 0;
+}
+
+int32_t api_allow_tf32() { return allow_tf32() ? 1 : 0; }
+
+int32_t api_copy_strided(void* dst, const int64_t* dst_strides, const void* src, const int64_t* src_strides,
+                         const int64_t* sizes, int64_t ndim, uint64_t element_size, int32_t device, void* stream) {
+  return firewall("kiln::cuda::copy_strided", [&] {
+    return CudaDevice::instance().copy_strided(dst, dst_strides, src, src_strides, sizes, ndim,
+                                               static_cast<size_t>(element_size), device, stream);
+  });
+}
+
+const KilnCudaPluginApi kApi = {
+    KILN_CUDA_PLUGIN_API_VERSION, sizeof(KilnCudaPluginApi), api_device_count, api_memory_stats, api_reset_peak,
+    api_release_cached,           api_set_allow_tf32,        api_allow_tf32,   api_copy_strided,
+};
+
+}  // namespace
+
+extern "C" {
+
+__attribute__((visibility("default"))) int kiln_cuda_register(void) {
+  return firewall("kiln_cuda_register", []() -> Error {
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess)
+      return cuda_status(status, "no usable CUDA device (cudaGetDeviceCount)", Error::NotSupported);
+    if (count <= 0) return set_error(Error::NotSupported, "no CUDA device is visible");
+    int driver = 0;
+    int runtime = 0;
+    (void)cudaDriverGetVersion(&driver);
+    (void)cudaRuntimeGetVersion(&runtime);
+    register_device_interface(&CudaDevice::instance());
+    KILN_LOG(Info, "CUDA device registered: " + std::to_string(count) + " GPU(s), driver " + std::to_string(driver) +
+                       ", runtime " + std::to_string(runtime));
+    return Error::Ok;
+  });
+}
+
+__attribute__((visibility("default"))) const KilnCudaPluginApi* kiln_cuda_plugin_api(void) { return &kApi; }
+
+}  // extern "C"

@@ -1,0 +1,223 @@
+// The SDPA fallbacks (flash / efficient / cuDNN signatures, one kernel)
+// against a double-precision host softmax(QK^T * scale + bias) V, including
+// their auxiliary outputs and result layouts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "cuda_test_util.h"
+#include "devices/cuda/cuda_shim_abi.h"
+
+namespace {
+
+using namespace kiln_test;
+using kiln::DType;
+
+struct Shape {
+  int64_t B, Hq, Hk, L, S, E, Ev;
+};
+
+// Reference attention; bias (optional) is given densely as [B, Hq, L, S]
+// (-inf = masked). Returns out [B, Hq, L, Ev] and lse [B, Hq, L].
+void ref_attention(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
+                   const std::vector<float>& v, const std::vector<float>& bias, bool causal, double scale,
+                   std::vector<float>& out, std::vector<float>& lse) {
+  out.assign(static_cast<size_t>(s.B * s.Hq * s.L * s.Ev), 0.0f);
+  lse.assign(static_cast<size_t>(s.B * s.Hq * s.L), 0.0f);
+  const int64_t rep = s.Hq / s.Hk;
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.Hq; ++h)
+      for (int64_t i = 0; i < s.L; ++i) {
+        const int64_t hk = h / rep;
+        std::vector<double> sc(static_cast<size_t>(s.S));
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < s.S; ++j) {
+          double d = 0;
+          for (int64_t e = 0; e < s.E; ++e)
+            d += double(q[((b * s.Hq + h) * s.L + i) * s.E + e]) * k[((b * s.Hk + hk) * s.S + j) * s.E + e];
+          d *= scale;
+          if (!bias.empty()) d += bias[((b * s.Hq + h) * s.L + i) * s.S + j];
+          if (causal && j > i) d = -INFINITY;
+          sc[j] = d;
+          mx = std::max(mx, d);
+        }
+        double sum = 0;
+        for (auto& x : sc) {
+          x = mx == -INFINITY ? 0.0 : std::exp(x - mx);
+          sum += x;
+        }
+        lse[(b * s.Hq + h) * s.L + i] = sum > 0 ? static_cast<float>(mx + std::log(sum)) : -INFINITY;
+        for (int64_t e = 0; e < s.Ev; ++e) {
+          double acc = 0;
+          for (int64_t j = 0; j < s.S; ++j) acc += sc[j] * v[((b * s.Hk + hk) * s.S + j) * s.Ev + e];
+          out[((b * s.Hq + h) * s.L + i) * s.Ev + e] = sum > 0 ? static_cast<float>(acc / sum) : 0.0f;
+        }
+      }
+}
+
+std::vector<float> rounded(std::vector<float> v, DType dt) {
+  for (auto& x : v) x = round_to(x, dt);
+  return v;
+}
+
+struct Inputs {
+  std::vector<float> q, k, v;
+  Handle hq, hk, hv;
+};
+
+// q is laid out [B, L, H, E] in memory (as after a projection + view +
+// transpose), k and v contiguous.
+void make_inputs(const Shape& s, DType dt, Inputs& in, bool q_transposed_memory = true) {
+  in.q = rounded(random_values(static_cast<size_t>(s.B * s.Hq * s.L * s.E), 61), dt);
+  in.k = rounded(random_values(static_cast<size_t>(s.B * s.Hk * s.S * s.E), 62), dt);
+  in.v = rounded(random_values(static_cast<size_t>(s.B * s.Hk * s.S * s.Ev), 63), dt);
+  std::vector<int64_t> qstr;
+  if (q_transposed_memory) qstr = {s.L * s.Hq * s.E, s.E, s.Hq * s.E, 1};
+  in.hq.h = device_tensor(in.q, {s.B, s.Hq, s.L, s.E}, dt, qstr);
+  in.hk.h = device_tensor(in.k, {s.B, s.Hk, s.S, s.E}, dt);
+  in.hv.h = device_tensor(in.v, {s.B, s.Hk, s.S, s.Ev}, dt);
+}
+
+class CudaAttention : public ::testing::TestWithParam<DType> {};
+
+TEST_P(CudaAttention, FlashCausalAndScaledWithAuxOutputs) {
+  const DType dt = GetParam();
+  auto flash = shim<decltype(&aoti_torch_cuda__scaled_dot_product_flash_attention)>(
+      "aoti_torch_cuda__scaled_dot_product_flash_attention");
+  struct Case {
+    Shape s;
+    bool causal;
+    double scale;  // 0 = default 1/sqrt(E)
+  };
+  const Case cases[] = {{{2, 3, 3, 40, 40, 64, 64}, true, 0},
+                        {{1, 2, 2, 33, 70, 32, 32}, false, 0.3},
+                        {{2, 4, 2, 17, 29, 64, 64}, true, 0},      // grouped-query, L != S (upper-left causal)
+                        {{1, 2, 2, 20, 45, 256, 256}, false, 0}};  // large head dim: > 48 KB shared memory
+  for (const Case& c : cases) {
+    Inputs in;
+    make_inputs(c.s, dt, in);
+    double scale = c.scale;
+    const double used = scale != 0 ? scale : 1.0 / std::sqrt(double(c.s.E));
+    AtenTensorHandle r[9] = {};
+    int64_t max_q = -1, max_k = -1;
+    ASSERT_EQ(flash(in.hq, in.hk, in.hv, 0.0, c.causal ? 1 : 0, 0, c.scale != 0 ? &scale : nullptr, &r[0], &r[1],
+                    &r[2], &r[3], &max_q, &max_k, &r[6], &r[7], &r[8]),
+              0)
+        << kiln::last_error_message();
+    Handle out(r[0]), lse(r[1]), cq(r[2]), ck(r[3]), seed(r[6]), off(r[7]), dbg(r[8]);
+    std::vector<float> want, want_lse;
+    ref_attention(c.s, in.q, in.k, in.v, {}, c.causal, used, want, want_lse);
+    expect_close(host_values(out), want, tolerance(dt), "flash output");
+    expect_close(host_values(lse), want_lse, 1e-4, "flash logsumexp");
+    EXPECT_EQ(strides_of(out), strides_of(in.hq)) << "flash output must take query's layout (empty_like)";
+    EXPECT_EQ(sizes_of(lse), (std::vector<int64_t>{c.s.B, c.s.Hq, c.s.L}));
+    EXPECT_EQ(max_q, c.s.L);
+    EXPECT_EQ(max_k, c.s.S);
+    bool defined = true;
+    ASSERT_EQ(aoti_torch_is_defined(cq, &defined), 0);
+    EXPECT_FALSE(defined) << "cum_seq_q is None";
+    int32_t code = -1;
+    ASSERT_EQ(aoti_torch_get_dtype(seed, &code), 0);
+    EXPECT_EQ(code, static_cast<int32_t>(DType::UInt64));
+    EXPECT_EQ(sizes_of(seed), (std::vector<int64_t>{2}));
+    EXPECT_EQ(sizes_of(dbg), (std::vector<int64_t>{0}));
+  }
+}
+
+TEST_P(CudaAttention, EfficientWithAdditiveBiasAndBoolMask) {
+  const DType dt = GetParam();
+  auto eff = shim<decltype(&aoti_torch_cuda__scaled_dot_product_efficient_attention)>(
+      "aoti_torch_cuda__scaled_dot_product_efficient_attention");
+  const Shape s{2, 2, 2, 37, 50, 32, 32};
+  Inputs in;
+  make_inputs(s, dt, in, false);
+  // Additive bias [B, 1, L, S] (broadcast over heads), in the query's dtype.
+  const auto bias = rounded(random_values(static_cast<size_t>(s.B * s.L * s.S), 71), dt);
+  std::vector<float> dense_bias(static_cast<size_t>(s.B * s.Hq * s.L * s.S));
+  for (int64_t b = 0; b < s.B; ++b)
+    for (int64_t h = 0; h < s.Hq; ++h)
+      for (int64_t i = 0; i < s.L * s.S; ++i) dense_bias[(b * s.Hq + h) * s.L * s.S + i] = bias[b * s.L * s.S + i];
+  Handle hbias(device_tensor(bias, {s.B, 1, s.L, s.S}, dt));
+  AtenTensorHandle bias_handle = hbias.h;
+  for (bool causal : {false, true}) {
+    AtenTensorHandle r[4] = {};
+    ASSERT_EQ(eff(in.hq, in.hk, in.hv, &bias_handle, 1, 0.0, causal ? 1 : 0, nullptr, &r[0], &r[1], &r[2], &r[3]), 0)
+        << kiln::last_error_message();
+    Handle out(r[0]), lse(r[1]), seed(r[2]), off(r[3]);
+    std::vector<float> want, want_lse;
+    ref_attention(s, in.q, in.k, in.v, dense_bias, causal, 1.0 / std::sqrt(32.0), want, want_lse);
+    expect_close(host_values(out), want, tolerance(dt), causal ? "efficient + bias, causal" : "efficient + bias");
+    // ATen's layout: [B, L, H, Ev] memory; logsumexp rows padded to 32.
+    EXPECT_EQ(strides_of(out), (std::vector<int64_t>{s.L * s.Hq * s.Ev, s.Ev, s.Hq * s.Ev, 1}));
+    EXPECT_EQ(sizes_of(lse), (std::vector<int64_t>{s.B, s.Hq, 64}));
+    const auto got_lse = host_values(lse);
+    std::vector<float> got_head;
+    for (int64_t bh = 0; bh < s.B * s.Hq; ++bh)
+      for (int64_t i = 0; i < s.L; ++i) got_head.push_back(got_lse[bh * 64 + i]);
+    expect_close(got_head, want_lse, 1e-4, "efficient logsumexp");
+  }
+  // Boolean keep-mask [L, S] (broadcast over batch and heads), with one fully
+  // masked row, which comes out as zeros.
+  std::vector<float> mask(static_cast<size_t>(s.L * s.S));
+  for (int64_t i = 0; i < s.L; ++i)
+    for (int64_t j = 0; j < s.S; ++j) mask[i * s.S + j] = (i != 5 && (i + 2 * j) % 3 != 0) ? 1.0f : 0.0f;
+  std::vector<float> dense_mask(static_cast<size_t>(s.B * s.Hq * s.L * s.S));
+  for (size_t i = 0; i < dense_mask.size(); ++i)
+    dense_mask[i] = mask[i % mask.size()] != 0.0f ? 0.0f : -INFINITY;
+  Handle hmask(device_tensor(mask, {s.L, s.S}, DType::Bool));
+  AtenTensorHandle mask_handle = hmask.h;
+  AtenTensorHandle r[4] = {};
+  ASSERT_EQ(eff(in.hq, in.hk, in.hv, &mask_handle, 0, 0.0, 0, nullptr, &r[0], &r[1], &r[2], &r[3]), 0)
+      << kiln::last_error_message();
+  Handle out(r[0]), lse(r[1]), seed(r[2]), off(r[3]);
+  std::vector<float> want, want_lse;
+  ref_attention(s, in.q, in.k, in.v, dense_mask, false, 1.0 / std::sqrt(32.0), want, want_lse);
+  expect_close(host_values(out), want, tolerance(dt), "efficient + bool mask");
+  EXPECT_EQ(sizes_of(lse), (std::vector<int64_t>{s.B, s.Hq, 0})) << "no logsumexp without compute_log_sumexp";
+}
+
+TEST_P(CudaAttention, CudnnVariantLayoutsAndValueHeadDim) {
+  const DType dt = GetParam();
+  auto cudnn = shim<decltype(&aoti_torch_cuda__scaled_dot_product_cudnn_attention)>(
+      "aoti_torch_cuda__scaled_dot_product_cudnn_attention");
+  const Shape s{2, 3, 3, 24, 31, 32, 48};
+  Inputs in;
+  make_inputs(s, dt, in);  // q memory [B, L, H, E]
+  double scale = 0.2;
+  AtenTensorHandle r[9] = {};
+  int64_t max_q = 0, max_k = 0;
+  ASSERT_EQ(cudnn(in.hq, in.hk, in.hv, nullptr, 1, 0.0, 1, 0, &scale, &r[0], &r[1], &r[2], &r[3], &max_q, &max_k,
+                  &r[6], &r[7], &r[8]),
+            0)
+      << kiln::last_error_message();
+  Handle out(r[0]), lse(r[1]), a(r[2]), b(r[3]), seed(r[6]), off(r[7]), dbg(r[8]);
+  std::vector<float> want, want_lse;
+  ref_attention(s, in.q, in.k, in.v, {}, true, 0.2, want, want_lse);
+  expect_close(host_values(out), want, tolerance(dt), "cudnn-signature output");
+  expect_close(host_values(lse), want_lse, 1e-4, "cudnn-signature logsumexp");
+  // Result shape differs from query's (Ev != E): query's dimension order, dense.
+  EXPECT_EQ(strides_of(out), (std::vector<int64_t>{s.L * s.Hq * s.Ev, s.Ev, s.Hq * s.Ev, 1}));
+  EXPECT_EQ(sizes_of(lse), (std::vector<int64_t>{s.B, s.Hq, s.L, 1}));
+  EXPECT_EQ(max_q, s.L);
+  EXPECT_EQ(max_k, s.S);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaAttention, ::testing::Values(DType::Float32, DType::Float16, DType::BFloat16),
+                         [](const auto& info) { return std::string(kiln::dtype_name(info.param)); });
+
+TEST(CudaAttentionErrors, DropoutIsRefused) {
+  auto flash = shim<decltype(&aoti_torch_cuda__scaled_dot_product_flash_attention)>(
+      "aoti_torch_cuda__scaled_dot_product_flash_attention");
+  const Shape s{1, 1, 1, 4, 4, 8, 8};
+  Inputs in;
+  make_inputs(s, DType::Float32, in);
+  AtenTensorHandle r[9] = {};
+  int64_t a = 0, b = 0;
+  EXPECT_EQ(flash(in.hq, in.hk, in.hv, 0.1, 0, 0, nullptr, &r[0], &r[1], &r[2], &r[3], &a, &b, &r[6], &r[7], &r[8]), 1);
+  EXPECT_NE(kiln::last_error_message().find("dropout_p must be 0"), std::string::npos) << kiln::last_error_message();
+  EXPECT_EQ(r[0], nullptr);
+}
+
+}  // namespace
