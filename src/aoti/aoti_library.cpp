@@ -44,6 +44,28 @@ Error patch_unique_bindings(int fd, const DynamicSymbols& symbols, const std::st
   return Error::Ok;
 }
 
+// Kiln exports every shim as kiln_torch_<rest> instead of aoti_torch_<rest>
+// (cmake/KilnShimNames.cmake says why); the loader renames the imports of its
+// private copy to match. Same length, so no offset in the library moves.
+constexpr std::string_view kTorchShimPrefix = "aoti_torch_";
+constexpr std::string_view kKilnShimPrefix = "kiln_torch_";
+static_assert(kTorchShimPrefix.size() == kKilnShimPrefix.size());
+
+std::string exported_shim_name(const std::string& import) {
+  return std::string(kKilnShimPrefix) + import.substr(kTorchShimPrefix.size());
+}
+
+Error rename_shim_imports(int fd, const DynamicSymbols& symbols, const std::string& what) {
+  for (size_t i = 0; i < symbols.undefined.size(); ++i) {
+    if (symbols.undefined[i].rfind(kTorchShimPrefix, 0) != 0) continue;
+    const auto offset = static_cast<off_t>(symbols.undefined_name_offsets[i]);
+    // Only the "aoti" -> "kiln" bytes change; the rest of the name is shared.
+    if (::pwrite(fd, kKilnShimPrefix.data(), 4, offset) != 4)
+      return set_error(Error::IoError, "writing " + what + ": " + std::strerror(errno));
+  }
+  return Error::Ok;
+}
+
 Result<void*> dlopen_path(const std::string& path, std::string_view label) {
   dlerror();
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -79,6 +101,7 @@ Result<void*> load_through_temp_file(std::span<const uint8_t> bytes, const Dynam
   if (fd < 0) return set_error(Error::IoError, "creating " + file_path + ": " + std::strerror(errno));
   Error err = write_all(fd, bytes, file_path);
   if (err == Error::Ok) err = patch_unique_bindings(fd, symbols, file_path);
+  if (err == Error::Ok) err = rename_shim_imports(fd, symbols, file_path);
   ::close(fd);
   if (err != Error::Ok) return err;
   return dlopen_path(file_path, label);
@@ -122,8 +145,8 @@ Error check_shim_imports(const DynamicSymbols& symbols, std::string_view label) 
   std::string missing;
   size_t count = 0;
   for (const std::string& name : symbols.undefined) {
-    if (name.rfind("aoti_torch_", 0) != 0) continue;
-    if (::dlsym(RTLD_DEFAULT, name.c_str())) continue;
+    if (name.rfind(kTorchShimPrefix, 0) != 0) continue;
+    if (::dlsym(RTLD_DEFAULT, exported_shim_name(name).c_str())) continue;
     missing += (count++ ? ", " : "") + name;
   }
   if (count == 0) return Error::Ok;
@@ -191,6 +214,7 @@ Result<std::unique_ptr<AotiLibrary>> AotiLibrary::load(std::span<const uint8_t> 
   }
   Error err = write_all(fd, bytes, what);
   if (err == Error::Ok) err = patch_unique_bindings(fd, symbols, what);
+  if (err == Error::Ok) err = rename_shim_imports(fd, symbols, what);
   if (err != Error::Ok) {
     ::close(fd);
     return err;

@@ -89,6 +89,7 @@ Result<DynamicSymbols> read_dynamic_symbols(std::span<const uint8_t> elf) {
       const size_t len = strnlen(start, max_len);
       if (len == max_len) return bad_elf("unterminated symbol name");
       symbols.undefined.emplace_back(start, len);
+      symbols.undefined_name_offsets.push_back(strtab.sh_offset + sym.st_name);
     }
     KILN_RETURN_IF_ERROR(read_needed(elf, header, symbols.needed));
     return symbols;

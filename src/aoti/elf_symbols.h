@@ -16,6 +16,9 @@ namespace kiln::aoti {
 struct DynamicSymbols {
   /// Names of the undefined symbols in .dynsym.
   std::vector<std::string> undefined;
+  /// File offset of each undefined name in .dynstr, parallel to `undefined`
+  /// (the loader rewrites shim import names in its private copy).
+  std::vector<uint64_t> undefined_name_offsets;
   /// File offsets of the st_info byte of every STB_GNU_UNIQUE definition.
   /// glibc makes a library with such symbols impossible to unload (dlclose
   /// becomes a no-op), so the loader rebinds them as STB_GLOBAL in its private

@@ -79,3 +79,19 @@ def test_library_for_a_missing_isa_is_refused(mlp_program, tmp_path):
     with pytest.raises(KilnError) as err:
         module.load_method("forward")
     assert "built for riscv64" in str(err.value)
+
+
+def test_kiln_and_pytorchs_own_loader_share_a_process(mlp_program, tmp_path):
+    """Kiln exports its shims as kiln_torch_* and renames a model's imports, so a
+    libtorch-linked model loaded by PyTorch in the same process still binds to
+    libtorch's aoti_torch_* (it used to bind to Kiln's and crash)."""
+    model, path = mlp_program
+    x = torch.randn(5, 32)
+    kiln_module = Module(str(path))
+    (ours,) = kiln_module.forward(x.numpy())
+    ep = torch.export.export(model, (torch.randn(4, 32),))
+    package = torch._inductor.aoti_compile_and_package(ep, package_path=str(tmp_path / "mlp.pt2"))
+    theirs = torch._inductor.aoti_load_package(package)(x)
+    np.testing.assert_allclose(ours, theirs.detach().numpy(), rtol=1e-5, atol=1e-6)
+    (again,) = kiln_module.forward(x.numpy())  # Kiln's model still binds to Kiln's shims
+    np.testing.assert_allclose(again, ours, rtol=0, atol=0)

@@ -1,13 +1,18 @@
-# Compares the aoti_torch_* symbols libkiln.so exports with supported_shims.txt.
+# Compares the shims a library exports (as kiln_torch_*) with a supported-shims list.
 # Usage: cmake -DLIB=<libkiln.so> -DLIST=<supported_shims.txt> -DNM=<nm> -P check_exports.cmake
 execute_process(COMMAND ${NM} -D --defined-only ${LIB} OUTPUT_VARIABLE _nm RESULT_VARIABLE _rc)
 if(NOT _rc EQUAL 0)
   message(FATAL_ERROR "nm failed on ${LIB}")
 endif()
-string(REGEX MATCHALL "[ \t]T[ \t]+aoti_torch_[A-Za-z0-9_]+" _hits "${_nm}")
+# Shims are exported as kiln_torch_* aliases only (cmake/KilnShimNames.cmake).
+string(REGEX MATCHALL "[ \t][A-Za-z][ \t]+aoti_torch_[A-Za-z0-9_]+" _leaked "${_nm}")
+if(_leaked)
+  message(FATAL_ERROR "${LIB} exports aoti_torch_* names, which would clash with libtorch: ${_leaked}")
+endif()
+string(REGEX MATCHALL "[ \t]T[ \t]+kiln_torch_[A-Za-z0-9_]+" _hits "${_nm}")
 set(_exported "")
 foreach(_h IN LISTS _hits)
-  string(REGEX REPLACE ".*[ \t]" "" _name "${_h}")
+  string(REGEX REPLACE ".*[ \t]kiln_torch_" "aoti_torch_" _name "${_h}")
   list(APPEND _exported ${_name})
 endforeach()
 file(STRINGS ${LIST} _lines)

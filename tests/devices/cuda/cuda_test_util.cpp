@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "kiln/cuda.h"
 #include "kiln/error.h"
@@ -15,8 +16,12 @@ namespace kiln_test {
 void* global_symbol(const char* name) {
   // Loading the plugin happens at the first CUDA device lookup.
   EXPECT_TRUE(kiln::cuda::is_available()) << kiln::last_error_message();
-  void* p = dlsym(RTLD_DEFAULT, name);
-  EXPECT_NE(p, nullptr) << name << " is not in the global symbol scope";
+  // Shims are exported as kiln_torch_<rest> (cmake/KilnShimNames.cmake); the
+  // loader renames a model's aoti_torch_ imports the same way.
+  std::string exported(name);
+  if (exported.rfind("aoti_torch_", 0) == 0) exported.replace(0, 4, "kiln");
+  void* p = dlsym(RTLD_DEFAULT, exported.c_str());
+  EXPECT_NE(p, nullptr) << exported << " is not in the global symbol scope";
   return p;
 }
 
