@@ -1,0 +1,17 @@
+// The `kiln` subcommands. Each lives in its own cmd_<name>.cpp and is
+// dispatched from main.cpp. A command receives the arguments after its name
+// and returns a process exit code (see ExitCode in cli_common.h).
+#pragma once
+
+#include <span>
+#include <string>
+
+namespace kiln::tools {
+
+extern const char kInspectUsage[];
+int inspect_command(std::span<const std::string> args);
+
+extern const char kRunUsage[];
+int run_command(std::span<const std::string> args);
+
+}  // namespace kiln::tools
