@@ -56,4 +56,44 @@ KILN_API Result<bool> allow_tf32();
 KILN_API Error copy_strided(void* dst, const int64_t* dst_strides, const void* src, const int64_t* src_strides,
                             const int64_t* sizes, int64_t ndim, size_t element_size, int device, void* stream);
 
+/// Compute capability of GPU `device` as 10 * major + minor (90 for H100).
+KILN_API Result<int> compute_capability(int device);
+
+/// Creates a CUDA stream (cudaStream_t, returned as void*) on `device`. It is
+/// a blocking stream (orders with the legacy default stream). The caller owns
+/// it: destroy it with destroy_stream once its work is done.
+KILN_API Result<void*> create_stream(int device);
+/// Destroys a stream from create_stream (or any cudaStream_t of `device`).
+KILN_API Error destroy_stream(int device, void* stream);
+
+/// The calling thread's current stream on `device`, as Kiln sees it (null =
+/// the legacy default stream, which is where every thread starts). Kiln's
+/// allocations, copies and fallback ops without an explicit stream use it,
+/// and methods loaded with the aoti option stream="caller" run on it.
+KILN_API Result<void*> current_stream(int device);
+/// Sets the calling thread's current stream on `device`; returns the previous
+/// one. The stream is borrowed: it must outlive its use as current stream.
+KILN_API Result<void*> set_current_stream(int device, void* stream);
+
+/// Scoped set_current_stream: makes `stream` current on `device` for this
+/// thread and restores the previous stream on destruction. status() is not Ok
+/// when the switch failed (nothing is restored then). Not copyable; use on one
+/// thread.
+///
+///   kiln::cuda::StreamGuard guard(0, my_stream);   // aoti option stream="caller"
+///   auto out = module.execute("forward", inputs);  // runs on my_stream, no sync
+class KILN_API StreamGuard {
+ public:
+  StreamGuard(int device, void* stream);
+  ~StreamGuard();
+  StreamGuard(const StreamGuard&) = delete;
+  StreamGuard& operator=(const StreamGuard&) = delete;
+  Error status() const noexcept { return status_; }
+
+ private:
+  int device_;
+  void* previous_ = nullptr;
+  Error status_ = Error::Ok;
+};
+
 }  // namespace kiln::cuda

@@ -45,6 +45,36 @@ class KILN_API DeviceInterface {
   virtual Error copy_strided(void* dst, const int64_t* dst_strides, const void* src, const int64_t* src_strides,
                              const int64_t* sizes, int64_t ndim, size_t element_size, int index,
                              StreamHandle stream);
+
+  // ---- added for per-method streams and GPU checks; defaults suit devices
+  // ---- without streams (CPU), so implementations need not override them.
+
+  /// Creates a new stream on device `index`. The caller owns it and must
+  /// destroy it with destroy_stream() (after its work is done or synchronised).
+  /// Devices without streams return nullptr, the device's only stream.
+  /// Thread-safe.
+  virtual Result<StreamHandle> create_stream(int index) {
+    (void)index;
+    return StreamHandle{nullptr};
+  }
+  /// Destroys a stream from create_stream(); null is a no-op. Work already
+  /// queued on it still completes. Thread-safe.
+  virtual void destroy_stream(int index, StreamHandle stream) noexcept {
+    (void)index;
+    (void)stream;
+  }
+  /// The calling thread's current stream on device `index` (what a null
+  /// StreamHandle means in the calls above; null = the default stream).
+  virtual StreamHandle current_stream(int index) noexcept {
+    (void)index;
+    return nullptr;
+  }
+  /// The compute capability of device `index` as 10 * major + minor (90 for
+  /// an H100). NotSupported for devices that have none (CPU). Thread-safe.
+  virtual Result<int> compute_capability(int index) {
+    (void)index;
+    return set_error(Error::NotSupported, "this device type has no compute capability");
+  }
 };
 
 /// Registers `device` for its type (called from the builtin list). The registry

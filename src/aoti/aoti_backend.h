@@ -1,9 +1,27 @@
 // The "aoti" backend: runs methods compiled by AOTInductor.
 //
-// Options (all optional):
-//   device_index (int)  which device of the method's type to run on (default 0)
-//   num_models   (int)  model instances in the container, i.e. how many
-//                       execute() calls may run at once (default 1)
+// Options (all optional; unknown keys and wrong types are refused by name):
+//   device_index (int)   which device of the method's type to run on (default:
+//                        the index the program names, normally 0). The
+//                        container is created on it ("cuda:N") and CPU inputs
+//                        are copied there.
+//   num_models   (int)   model instances in the container, i.e. how many
+//                        execute() calls may run at once (default 1)
+//   stream       (string) device methods only (CUDA); ignored on CPU:
+//                   "per_method" (default) each loaded method has its own
+//                        stream, created at load on its device and destroyed
+//                        at unload; execute synchronises it before returning.
+//                   "shared"  one stream per loaded program (Module) and
+//                        device, shared by its methods; same synchronisation.
+//                   "caller"  execute runs on the calling thread's current
+//                        stream (kiln::cuda::set_current_stream / StreamGuard;
+//                        null = legacy default stream) and does not
+//                        synchronise device outputs: they are ordered on that
+//                        stream, like any work the caller queues there.
+//   keep_outputs_on_device (bool) device methods: return outputs on the device
+//                        even when every input was a CPU tensor (default
+//                        false: outputs are copied to the host then, and stay
+//                        on the device when any input was a device tensor).
 #pragma once
 
 #include "runtime/backend.h"

@@ -1,6 +1,10 @@
 #include "aoti/aoti_method.h"
 
+#include <map>
+#include <mutex>
 #include <string>
+#include <tuple>
+#include <utility>
 
 #include "aoti/shim/shim_state.h"
 #include "aoti/shim/tensor_handle.h"
@@ -17,7 +21,35 @@ Error backend_failure(const std::string& what) {
   else message += " (the model library printed the reason to stderr)";
   return set_error(Error::BackendFailed, std::move(message));
 }
+std::string input_label(const std::string& method, size_t i, const std::vector<std::string>& names) {
+  std::string label = "method '" + method + "': input " + std::to_string(i);
+  if (i < names.size() && !names[i].empty()) label += " ('" + names[i] + "')";
+  return label;
+}
+
 }  // namespace
+
+Result<std::shared_ptr<OwnedStream>> OwnedStream::create(DeviceInterface* device, int index) {
+  KILN_ASSIGN_OR_RETURN(StreamHandle stream, device->create_stream(index));
+  return std::shared_ptr<OwnedStream>(new OwnedStream(device, index, stream));
+}
+
+OwnedStream::~OwnedStream() { device_->destroy_stream(index_, stream_); }
+
+Result<std::shared_ptr<OwnedStream>> OwnedStream::shared_for(const void* program, DeviceInterface* device,
+                                                             int index) {
+  using Key = std::tuple<const void*, DeviceInterface*, int>;
+  static std::mutex mutex;
+  static std::map<Key, std::weak_ptr<OwnedStream>>* registry = new std::map<Key, std::weak_ptr<OwnedStream>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  for (auto it = registry->begin(); it != registry->end();) it = it->second.expired() ? registry->erase(it) : ++it;
+  const Key key{program, device, index};
+  if (auto it = registry->find(key); it != registry->end())
+    if (auto live = it->second.lock()) return live;
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<OwnedStream> stream, create(device, index));
+  (*registry)[key] = stream;
+  return stream;
+}
 
 Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const ProgramFile> program,
                                                      const MethodInfo& method, const AotiMethodConfig& config) {
@@ -26,6 +58,13 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   self->program_ = program;
   self->name_ = method.name;
   self->device_ = config.device;
+  self->iface_ = get_device_interface(config.device.type);
+  if (!self->iface_)
+    return set_error(Error::NotSupported, label + ": no device interface for " + device_string(config.device));
+  self->stream_policy_ = config.stream_policy;
+  self->keep_outputs_on_device_ = config.keep_outputs_on_device;
+  self->stream_ = config.stream;
+  for (const TensorSpec& spec : method.inputs) self->input_names_.push_back(spec.name);
 
   KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> library_bytes,
                         program->named_data_bytes(method.library_key, /*verify_digest=*/true));
@@ -76,22 +115,85 @@ AotiMethod::~AotiMethod() {
   if (container_ && entry_.destroy) entry_.destroy(container_);
 }
 
+Result<Tensor> AotiMethod::to_device(const Tensor& input, StreamHandle stream) const {
+  Tensor host = input;
+  if (!host.is_contiguous()) {
+    // One contiguous host copy first: the device copy below moves plain bytes.
+    KILN_ASSIGN_OR_RETURN(host, Tensor::empty(input.sizes(), input.dtype()));
+    KILN_RETURN_IF_ERROR(copy_tensor(host, input));
+  }
+  const size_t nbytes = host.nbytes();
+  DeviceInterface* iface = iface_;
+  const int index = device_.index;
+  KILN_ASSIGN_OR_RETURN(void* data, iface->allocate(nbytes > 0 ? nbytes : 1, index, stream));
+  // Freed on the run's stream, after the kernels that read it; the copy is
+  // dropped before execute returns, while that stream is certainly alive.
+  StoragePtr storage = Storage::create(data, nbytes, device_, [iface, index, stream](void* p) {
+    iface->free(p, index, stream);
+  });
+  Tensor out(std::move(storage), host.dtype(), host.sizes(), contiguous_strides(host.sizes()));
+  KILN_RETURN_IF_ERROR(iface->copy(data, host.data_ptr(), nbytes, CopyKind::HostToDevice, index, stream));
+  return out;
+}
+
+Result<Tensor> AotiMethod::to_host(const Tensor& output, StreamHandle stream) const {
+  // Same sizes and strides on the host, and the bytes from element 0 to the
+  // last reachable one copied as they are: covers every strided layout
+  // (transposed, expanded) without a device kernel.
+  KILN_ASSIGN_OR_RETURN(Tensor host, Tensor::empty_strided(output.sizes(), output.strides(), output.dtype()));
+  KILN_ASSIGN_OR_RETURN(int64_t extent, strided_extent_bytes(output.sizes(), output.strides(), output.dtype()));
+  if (extent > 0)
+    KILN_RETURN_IF_ERROR(iface_->copy(host.data_ptr(), output.data_ptr(), static_cast<size_t>(extent),
+                                      CopyKind::DeviceToHost, output.device().index, stream));
+  return host;
+}
+
 Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) {
+  const bool on_device = !device_.is_cpu();
+  StreamHandle stream = nullptr;
+  if (on_device)
+    stream = stream_policy_ == StreamPolicy::Caller || !stream_ ? iface_->current_stream(device_.index) : stream_->get();
+
   // Input handles are stolen by the container: give it fresh handles that
-  // share the caller's storage, so the caller's tensors stay untouched.
+  // share the caller's storage (or the device copy's), so the caller's
+  // tensors stay untouched.
+  bool any_device_input = false;
+  std::vector<Tensor> staged;
+  staged.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!on_device || t.device() == device_) {
+      any_device_input = any_device_input || (on_device && !t.device().is_cpu());
+      staged.push_back(t);
+    } else if (t.device().is_cpu()) {
+      auto copy = to_device(t, stream);
+      if (!copy.ok())
+        return set_error(copy.error(), input_label(name_, i, input_names_) + ": copying it to " +
+                                           device_string(device_) + " failed: " + last_error_message());
+      staged.push_back(std::move(*copy));
+    } else {
+      return set_error(Error::InvalidArgument, input_label(name_, i, input_names_) + " is on " +
+                                                   device_string(t.device()) + " but the method runs on " +
+                                                   device_string(device_) +
+                                                   " (move it there, or load the method with aoti.device_index=" +
+                                                   std::to_string(t.device().index) + ")");
+    }
+  }
   std::vector<AtenTensorHandle> input_handles;
-  input_handles.reserve(inputs.size());
-  for (const Tensor& t : inputs) input_handles.push_back(new_handle(t));
+  input_handles.reserve(staged.size());
+  for (Tensor& t : staged) input_handles.push_back(new_handle(std::move(t)));
+  staged.clear();
   std::vector<AtenTensorHandle> output_handles(num_outputs_, nullptr);
 
   clear_error();
   (void)take_check_failure();  // a stale flag from an earlier call on this thread
   const AOTIRuntimeError status = entry_.run(container_, input_handles.data(), input_handles.size(),
-                                             output_handles.data(), output_handles.size(), nullptr, nullptr);
+                                             output_handles.data(), output_handles.size(), stream, nullptr);
   std::vector<Tensor> outputs;
   outputs.reserve(num_outputs_);
   for (AtenTensorHandle handle : output_handles) {
     if (Tensor* t = from_handle(handle)) outputs.push_back(std::move(*t));
+    else outputs.emplace_back();
     delete_handle(handle);
   }
   // A failed aoti_torch_check cannot stop the model from inside the hook; the
@@ -101,6 +203,26 @@ Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) 
   for (size_t i = 0; i < outputs.size(); ++i)
     if (!outputs[i].defined())
       return set_error(Error::BackendFailed, "method '" + name_ + "': output " + std::to_string(i) + " is missing");
+  if (!on_device) return outputs;
+
+  if (keep_outputs_on_device_ || any_device_input) {
+    // Kiln's own streams: outputs are ready when execute returns, whatever
+    // stream the caller reads them on. Caller's stream: ordered there.
+    if (stream_policy_ != StreamPolicy::Caller) {
+      Error err = iface_->synchronize(device_.index, stream);
+      if (err != Error::Ok)
+        return set_error(err, "method '" + name_ + "': synchronising its stream failed: " + last_error_message());
+    }
+    return outputs;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].device().is_cpu()) continue;
+    auto host = to_host(outputs[i], stream);  // synchronises the stream
+    if (!host.ok())
+      return set_error(host.error(), "method '" + name_ + "': copying output " + std::to_string(i) +
+                                         " to the host failed: " + last_error_message());
+    outputs[i] = std::move(*host);
+  }
   return outputs;
 }
 

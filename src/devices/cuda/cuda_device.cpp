@@ -65,7 +65,7 @@ Result<void*> CudaDevice::allocate(size_t nbytes, int index, StreamHandle stream
   KILN_RETURN_IF_ERROR(scoped.status());
   KILN_ASSIGN_OR_RETURN(void* pool_ptr, pool_for(device));
   auto pool = static_cast<cudaMemPool_t>(pool_ptr);
-  auto s = stream ? static_cast<cudaStream_t>(stream) : current_stream(device);
+  auto s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(device);
   void* ptr = nullptr;
   cudaError_t status = cudaMallocFromPoolAsync(&ptr, nbytes, pool, s);
   if (status == cudaErrorMemoryAllocation) {
@@ -115,7 +115,7 @@ void CudaDevice::free(void* ptr, int index, StreamHandle stream) noexcept {
   }
   ScopedDevice scoped(block.device);
   if (scoped.status() != Error::Ok) return;
-  auto s = stream ? static_cast<cudaStream_t>(stream) : current_stream(block.device);
+  auto s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(block.device);
   const cudaError_t status = cudaFreeAsync(ptr, s);
   if (status != cudaSuccess) {
     // At process exit the driver may already be gone; nothing useful to do.
@@ -130,7 +130,7 @@ Error CudaDevice::copy(void* dst, const void* src, size_t nbytes, CopyKind kind,
   KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
   ScopedDevice scoped(device);
   KILN_RETURN_IF_ERROR(scoped.status());
-  auto s = stream ? static_cast<cudaStream_t>(stream) : current_stream(device);
+  auto s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(device);
   KILN_RETURN_IF_ERROR(cuda_status(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDefault, s),
                                    "cudaMemcpyAsync of " + std::to_string(nbytes) + " bytes"));
   if (kind != CopyKind::DeviceToDevice)
@@ -142,7 +142,7 @@ Error CudaDevice::synchronize(int index, StreamHandle stream) {
   KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
   ScopedDevice scoped(device);
   KILN_RETURN_IF_ERROR(scoped.status());
-  auto s = stream ? static_cast<cudaStream_t>(stream) : current_stream(device);
+  auto s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(device);
   return cuda_status(cudaStreamSynchronize(s), "cudaStreamSynchronize");
 }
 
@@ -152,8 +152,48 @@ Error CudaDevice::copy_strided(void* dst, const int64_t* dst_strides, const void
   KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
   ScopedDevice scoped(device);
   KILN_RETURN_IF_ERROR(scoped.status());
-  auto s = stream ? static_cast<cudaStream_t>(stream) : current_stream(device);
+  auto s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(device);
   return launch_strided_copy(dst, dst_strides, src, src_strides, sizes, ndim, element_size, s);
+}
+
+Result<StreamHandle> CudaDevice::create_stream(int index) {
+  KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
+  ScopedDevice scoped(device);
+  KILN_RETURN_IF_ERROR(scoped.status());
+  cudaStream_t stream = nullptr;
+  KILN_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&stream, cudaStreamDefault),
+                                   "cudaStreamCreate on CUDA device " + std::to_string(device)));
+  return static_cast<StreamHandle>(stream);
+}
+
+void CudaDevice::destroy_stream(int index, StreamHandle stream) noexcept {
+  if (stream == nullptr) return;
+  auto device = resolve_device(index);
+  if (!device.ok()) return;
+  ScopedDevice scoped(*device);
+  const cudaError_t status = cudaStreamDestroy(static_cast<cudaStream_t>(stream));
+  if (status != cudaSuccess) {
+    (void)cudaGetLastError();  // at exit the driver may be gone already
+    KILN_LOG(Debug, std::string("cudaStreamDestroy failed: ") + cudaGetErrorString(status));
+  }
+}
+
+StreamHandle CudaDevice::current_stream(int index) noexcept {
+  auto device = resolve_device(index);
+  if (!device.ok()) return nullptr;
+  return cudadev::current_stream(*device);
+}
+
+Result<int> CudaDevice::compute_capability(int index) {
+  KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
+  if (device >= device_count())
+    return set_error(Error::InvalidArgument, "CUDA device index " + std::to_string(device) + " is out of range");
+  int major = 0, minor = 0;
+  KILN_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                                   "cudaDeviceGetAttribute(ComputeCapabilityMajor)"));
+  KILN_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
+                                   "cudaDeviceGetAttribute(ComputeCapabilityMinor)"));
+  return major * 10 + minor;
 }
 
 Result<AllocatorStats> CudaDevice::stats(int index) {

@@ -48,6 +48,17 @@ class CudaDevice final : public DeviceInterface {
                      const int64_t* sizes, int64_t ndim, size_t element_size, int index,
                      StreamHandle stream) override;
 
+  /// A blocking stream (cudaStreamDefault flags): it orders with the legacy
+  /// default stream, so frees made on the default stream (the allocator's
+  /// choice when no stream is current) and tensors produced there by other
+  /// code are safe without extra synchronisation.
+  Result<StreamHandle> create_stream(int index) override;
+  void destroy_stream(int index, StreamHandle stream) noexcept override;
+  /// The thread's current stream on `index` (-1: the current device).
+  StreamHandle current_stream(int index) noexcept override;
+  /// cudaDevAttrComputeCapabilityMajor * 10 + ...Minor.
+  Result<int> compute_capability(int index) override;
+
   Result<AllocatorStats> stats(int index);
   Error reset_peak(int index);
   Error release_cached(int index);

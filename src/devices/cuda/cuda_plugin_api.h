@@ -13,7 +13,7 @@
 extern "C" {
 
 /// Bumped when a member is added; members are only ever appended.
-#define KILN_CUDA_PLUGIN_API_VERSION 1
+#define KILN_CUDA_PLUGIN_API_VERSION 2
 
 struct KilnCudaMemoryStats {
   uint64_t bytes_in_use;
@@ -33,6 +33,12 @@ struct KilnCudaPluginApi {
   int32_t (*allow_tf32)(void);
   int32_t (*copy_strided)(void* dst, const int64_t* dst_strides, const void* src, const int64_t* src_strides,
                           const int64_t* sizes, int64_t ndim, uint64_t element_size, int32_t device, void* stream);
+  // Version 2.
+  int32_t (*compute_capability)(int32_t device, int32_t* out);  ///< 10 * major + minor
+  int32_t (*create_stream)(int32_t device, void** out);          ///< caller destroys it
+  int32_t (*destroy_stream)(int32_t device, void* stream);
+  int32_t (*current_stream)(int32_t device, void** out);         ///< calling thread's
+  int32_t (*set_current_stream)(int32_t device, void* stream, void** previous);
 };
 
 /// Exported by libkiln_cuda.so. Registers the CUDA device with libkiln's device

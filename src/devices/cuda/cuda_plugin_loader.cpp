@@ -78,7 +78,7 @@ void load_and_register() noexcept {
       return;  // the handle stays open: unloading a half-initialised CUDA library is riskier
     }
     const KilnCudaPluginApi* api = api_fn();
-    if (api == nullptr || api->version < 1 || api->size < sizeof(KilnCudaPluginApi)) {
+    if (api == nullptr || api->version < KILN_CUDA_PLUGIN_API_VERSION || api->size < sizeof(KilnCudaPluginApi)) {
       give_up(path + " has an incompatible plugin interface version");
       return;
     }
@@ -165,6 +165,58 @@ Error copy_strided(void* dst, const int64_t* dst_strides, const void* src, const
   if (api == nullptr) return Error::NotSupported;
   return static_cast<Error>(
       api->copy_strided(dst, dst_strides, src, src_strides, sizes, ndim, element_size, device, stream));
+}
+
+Result<int> compute_capability(int device) {
+  const KilnCudaPluginApi* api = api_or_error();
+  if (api == nullptr) return Error::NotSupported;
+  int32_t cc = 0;
+  const auto code = static_cast<Error>(api->compute_capability(device, &cc));
+  if (code != Error::Ok) return code;
+  return static_cast<int>(cc);
+}
+
+Result<void*> create_stream(int device) {
+  const KilnCudaPluginApi* api = api_or_error();
+  if (api == nullptr) return Error::NotSupported;
+  void* stream = nullptr;
+  const auto code = static_cast<Error>(api->create_stream(device, &stream));
+  if (code != Error::Ok) return code;
+  return stream;
+}
+
+Error destroy_stream(int device, void* stream) {
+  const KilnCudaPluginApi* api = api_or_error();
+  if (api == nullptr) return Error::NotSupported;
+  return static_cast<Error>(api->destroy_stream(device, stream));
+}
+
+Result<void*> current_stream(int device) {
+  const KilnCudaPluginApi* api = api_or_error();
+  if (api == nullptr) return Error::NotSupported;
+  void* stream = nullptr;
+  const auto code = static_cast<Error>(api->current_stream(device, &stream));
+  if (code != Error::Ok) return code;
+  return stream;
+}
+
+Result<void*> set_current_stream(int device, void* stream) {
+  const KilnCudaPluginApi* api = api_or_error();
+  if (api == nullptr) return Error::NotSupported;
+  void* previous = nullptr;
+  const auto code = static_cast<Error>(api->set_current_stream(device, stream, &previous));
+  if (code != Error::Ok) return code;
+  return previous;
+}
+
+StreamGuard::StreamGuard(int device, void* stream) : device_(device) {
+  auto previous = set_current_stream(device, stream);
+  status_ = previous.error();
+  if (previous.ok()) previous_ = *previous;
+}
+
+StreamGuard::~StreamGuard() {
+  if (status_ == Error::Ok) (void)set_current_stream(device_, previous_);
 }
 
 }  // namespace kiln::cuda

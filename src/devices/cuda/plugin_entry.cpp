@@ -9,6 +9,7 @@
 #include "devices/cuda/cuda_device.h"
 #include "devices/cuda/cuda_plugin_api.h"
 #include "devices/cuda/cuda_settings.h"
+#include "devices/cuda/cuda_thread_state.h"
 #include "kiln/device_interface.h"
 #include "kiln/log.h"
 
@@ -68,9 +69,76 @@ int32_t api_copy_strided(void* dst, const int64_t* dst_strides, const void* src,
   });
 }
 
+// Device indices of the stream calls must name a visible GPU (no -1 here: the
+// public API takes explicit devices).
+Error check_index(int32_t device) {
+  const int count = CudaDevice::instance().device_count();
+  if (device < 0 || device >= count || device >= kMaxDevices)
+    return set_error(Error::InvalidArgument, "CUDA device index " + std::to_string(device) + " is out of range (" +
+                                                 std::to_string(count) + " device(s) visible)");
+  return Error::Ok;
+}
+
+int32_t api_compute_capability(int32_t device, int32_t* out) {
+  return firewall("kiln::cuda::compute_capability", [&]() -> Error {
+    if (out == nullptr) return set_error(Error::InvalidArgument, "compute_capability: null output");
+    KILN_RETURN_IF_ERROR(check_index(device));
+    KILN_ASSIGN_OR_RETURN(int cc, CudaDevice::instance().compute_capability(device));
+    *out = cc;
+    return Error::Ok;
+  });
+}
+
+int32_t api_create_stream(int32_t device, void** out) {
+  return firewall("kiln::cuda::create_stream", [&]() -> Error {
+    if (out == nullptr) return set_error(Error::InvalidArgument, "create_stream: null output");
+    KILN_RETURN_IF_ERROR(check_index(device));
+    KILN_ASSIGN_OR_RETURN(*out, CudaDevice::instance().create_stream(device));
+    return Error::Ok;
+  });
+}
+
+int32_t api_destroy_stream(int32_t device, void* stream) {
+  return firewall("kiln::cuda::destroy_stream", [&]() -> Error {
+    KILN_RETURN_IF_ERROR(check_index(device));
+    CudaDevice::instance().destroy_stream(device, stream);
+    return Error::Ok;
+  });
+}
+
+int32_t api_current_stream(int32_t device, void** out) {
+  return firewall("kiln::cuda::current_stream", [&]() -> Error {
+    if (out == nullptr) return set_error(Error::InvalidArgument, "current_stream: null output");
+    KILN_RETURN_IF_ERROR(check_index(device));
+    *out = cudadev::current_stream(device);
+    return Error::Ok;
+  });
+}
+
+int32_t api_set_current_stream(int32_t device, void* stream, void** previous) {
+  return firewall("kiln::cuda::set_current_stream", [&]() -> Error {
+    KILN_RETURN_IF_ERROR(check_index(device));
+    void* before = exchange_current_stream(device, static_cast<cudaStream_t>(stream));
+    if (previous != nullptr) *previous = before;
+    return Error::Ok;
+  });
+}
+
 const KilnCudaPluginApi kApi = {
-    KILN_CUDA_PLUGIN_API_VERSION, sizeof(KilnCudaPluginApi), api_device_count, api_memory_stats, api_reset_peak,
-    api_release_cached,           api_set_allow_tf32,        api_allow_tf32,   api_copy_strided,
+    KILN_CUDA_PLUGIN_API_VERSION,
+    sizeof(KilnCudaPluginApi),
+    api_device_count,
+    api_memory_stats,
+    api_reset_peak,
+    api_release_cached,
+    api_set_allow_tf32,
+    api_allow_tf32,
+    api_copy_strided,
+    api_compute_capability,
+    api_create_stream,
+    api_destroy_stream,
+    api_current_stream,
+    api_set_current_stream,
 };
 
 }  // namespace

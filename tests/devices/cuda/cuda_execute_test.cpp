@@ -1,0 +1,252 @@
+// The CUDA execute path end to end with a stand-in model library
+// (fixtures/fake_cuda_model.cpp, packed at build time): CPU inputs copied to
+// the device and outputs back, zero-copy device inputs, keep_outputs_on_device,
+// the three stream policies, device placement errors and the refusal of a
+// library built for another GPU. Device data is moved with the test's own
+// cudaMemcpy, never Kiln's copy path.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "kiln/cuda.h"
+#include "kiln/module.h"
+
+namespace {
+
+using kiln::BackendOptions;
+using kiln::Device;
+using kiln::DeviceType;
+using kiln::DType;
+using kiln::Error;
+using kiln::LoadBackendOptionsMap;
+using kiln::Module;
+using kiln::Tensor;
+
+// The programs are packed beside this executable at build time. Found through
+// /proc/self/exe rather than a compiled-in path, because the build directory is
+// carried to the GPU machine and lands under another root there.
+std::string program_dir() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto beside = exe.parent_path() / "fake_cuda_programs";
+    if (std::filesystem::is_directory(beside)) return beside.string();
+  }
+  return KILN_FAKE_CUDA_PROGRAM_DIR;
+}
+const std::string kProgram = program_dir() + "/fake_cuda.kiln";
+const std::string kProgramSm50 = program_dir() + "/fake_cuda_sm50.kiln";
+constexpr float kScale = 3.0f;  // the weights the generator packed
+
+LoadBackendOptionsMap aoti_options(BackendOptions options) {
+  LoadBackendOptionsMap map;
+  map.set_options("aoti", std::move(options));
+  return map;
+}
+
+Tensor cpu_tensor(std::vector<float>& values) {
+  return *Tensor::from_blob(values.data(), std::vector<int64_t>{static_cast<int64_t>(values.size())},
+                            std::vector<int64_t>{1}, DType::Float32);
+}
+
+Tensor cuda_tensor(const std::vector<float>& values, int device = 0) {
+  const std::vector<int64_t> sizes{static_cast<int64_t>(values.size())};
+  auto t = Tensor::empty(sizes, DType::Float32, Device{DeviceType::CUDA, device});
+  EXPECT_TRUE(t.ok()) << kiln::last_error_message();
+  EXPECT_EQ(cudaMemcpy(t->data_ptr(), values.data(), values.size() * sizeof(float), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  return *t;
+}
+
+template <typename T>
+std::vector<T> values_of(const Tensor& t) {
+  std::vector<T> out(static_cast<size_t>(t.numel()));
+  if (t.device().is_cpu()) {
+    std::memcpy(out.data(), t.data_ptr(), out.size() * sizeof(T));
+  } else {
+    EXPECT_EQ(cudaMemcpy(out.data(), t.data_ptr(), out.size() * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  }
+  return out;
+}
+
+// info output: {stream passed to Run, current stream inside Run, device}.
+std::vector<int64_t> run_facts(const std::vector<Tensor>& outputs) { return values_of<int64_t>(outputs.at(1)); }
+
+class CudaExecute : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(kiln::cuda::is_available()) << kiln::last_error_message(); }
+};
+
+TEST_F(CudaExecute, CpuInputsAreCopiedInAndOutputsComeBackToTheHost) {
+  Module module(kProgram);
+  ASSERT_EQ(module.load(), Error::Ok) << kiln::last_error_message();
+  std::vector<float> x = {1, -2, 3.5f, 0, 8};
+  auto out = module.forward({cpu_tensor(x)});
+  ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+  ASSERT_EQ(out->size(), 2u);
+  EXPECT_TRUE((*out)[0].device().is_cpu());
+  EXPECT_TRUE((*out)[1].device().is_cpu());
+  const auto y = values_of<float>((*out)[0]);
+  ASSERT_EQ(y.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(y[i], kScale * x[i]);
+  const auto facts = run_facts(*out);
+  EXPECT_NE(facts[0], 0) << "per_method: Run gets the method's own stream, not the default one";
+  EXPECT_EQ(facts[1], facts[0]) << "the model's stream guard made it current";
+  EXPECT_EQ(facts[2], 0);
+  EXPECT_EQ(x[1], -2.0f);  // the caller's input is untouched
+}
+
+TEST_F(CudaExecute, NonContiguousCpuInputsAreCopiedByValue) {
+  Module module(kProgram);
+  std::vector<float> storage = {1, 100, 2, 100, 3, 100, 4, 100};
+  auto strided = Tensor::from_blob(storage.data(), std::vector<int64_t>{4}, std::vector<int64_t>{2}, DType::Float32);
+  ASSERT_TRUE(strided.ok());
+  auto out = module.forward({*strided});
+  ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+  EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{3, 6, 9, 12}));
+}
+
+TEST_F(CudaExecute, DeviceInputsAreZeroCopyAndOutputsStayOnTheDevice) {
+  Module module(kProgram);
+  const std::vector<float> x = {2, 4, 6};
+  auto out = module.forward({cuda_tensor(x)});
+  ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+  EXPECT_EQ((*out)[0].device(), (Device{DeviceType::CUDA, 0}));
+  EXPECT_EQ((*out)[1].device(), (Device{DeviceType::CUDA, 0}));
+  EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{6, 12, 18}));
+}
+
+TEST_F(CudaExecute, KeepOutputsOnDeviceAppliesToCpuInputs) {
+  Module module(kProgram);
+  BackendOptions o;
+  o.set("keep_outputs_on_device", true);
+  ASSERT_EQ(module.load(aoti_options(o)), Error::Ok) << kiln::last_error_message();
+  std::vector<float> x = {1, 2};
+  auto out = module.forward({cpu_tensor(x)});
+  ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+  EXPECT_EQ((*out)[0].device().type, DeviceType::CUDA);
+  EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{3, 6}));
+}
+
+TEST_F(CudaExecute, EachMethodHasItsOwnStreamByDefault) {
+  Module module(kProgram);
+  std::vector<float> x = {1};
+  auto a = module.execute("forward", {cpu_tensor(x)});
+  auto b = module.execute("second", {cpu_tensor(x)});
+  auto a2 = module.execute("forward", {cpu_tensor(x)});
+  ASSERT_TRUE(a.ok() && b.ok() && a2.ok()) << kiln::last_error_message();
+  EXPECT_NE(run_facts(*a)[0], run_facts(*b)[0]);
+  EXPECT_EQ(run_facts(*a)[0], run_facts(*a2)[0]) << "a method keeps its stream across runs";
+  EXPECT_NE(run_facts(*a)[0], 0);
+}
+
+TEST_F(CudaExecute, SharedStreamIsOnePerModule) {
+  BackendOptions o;
+  o.set("stream", "shared");
+  Module first(kProgram), second(kProgram);
+  ASSERT_EQ(first.load(aoti_options(o)), Error::Ok) << kiln::last_error_message();
+  ASSERT_EQ(second.load(aoti_options(o)), Error::Ok) << kiln::last_error_message();
+  std::vector<float> x = {1};
+  auto a = first.execute("forward", {cpu_tensor(x)});
+  auto b = first.execute("second", {cpu_tensor(x)});
+  auto c = second.execute("forward", {cpu_tensor(x)});
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok()) << kiln::last_error_message();
+  EXPECT_NE(run_facts(*a)[0], 0);
+  EXPECT_EQ(run_facts(*a)[0], run_facts(*b)[0]) << "methods of one module share a stream";
+  EXPECT_NE(run_facts(*a)[0], run_facts(*c)[0]) << "another module has its own";
+}
+
+TEST_F(CudaExecute, CallerStreamIsTheThreadsCurrentStream) {
+  BackendOptions o;
+  o.set("stream", "caller");
+  Module module(kProgram);
+  ASSERT_EQ(module.load(aoti_options(o)), Error::Ok) << kiln::last_error_message();
+  auto stream = kiln::cuda::create_stream(0);
+  ASSERT_TRUE(stream.ok()) << kiln::last_error_message();
+  std::vector<float> x = {5};
+  {
+    kiln::cuda::StreamGuard guard(0, *stream);
+    ASSERT_EQ(guard.status(), Error::Ok) << kiln::last_error_message();
+    EXPECT_EQ(*kiln::cuda::current_stream(0), *stream);
+    auto out = module.forward({cpu_tensor(x)});
+    ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+    EXPECT_EQ(run_facts(*out)[0], reinterpret_cast<int64_t>(*stream));
+    EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{15}));
+  }
+  EXPECT_EQ(*kiln::cuda::current_stream(0), nullptr) << "the guard restored the legacy default stream";
+  auto out = module.forward({cpu_tensor(x)});
+  ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+  EXPECT_EQ(run_facts(*out)[0], 0) << "no current stream: the legacy default stream";
+  EXPECT_EQ(kiln::cuda::destroy_stream(0, *stream), Error::Ok);
+}
+
+TEST_F(CudaExecute, DeviceIndexOptionPlacesTheContainer) {
+  BackendOptions o;
+  o.set("device_index", kiln::cuda::device_count());  // one past the last GPU
+  Module module(kProgram);
+  ASSERT_EQ(module.load(aoti_options(o)), Error::Ok);
+  EXPECT_EQ(module.load_method("forward"), Error::NotSupported);
+  EXPECT_NE(kiln::last_error_message().find("does not have"), std::string::npos) << kiln::last_error_message();
+  if (kiln::cuda::device_count() < 2) GTEST_SKIP() << "placement on cuda:1 needs a second GPU";
+  BackendOptions one;
+  one.set("device_index", 1);
+  Module on_one(kProgram);
+  ASSERT_EQ(on_one.load(aoti_options(one)), Error::Ok);
+  std::vector<float> x = {1, 2};
+  auto out = on_one.forward({cpu_tensor(x)});
+  ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+  EXPECT_EQ(run_facts(*out)[2], 1);
+  auto wrong = on_one.forward({cuda_tensor({1, 2}, 0)});
+  EXPECT_EQ(wrong.error(), Error::InvalidArgument);
+  EXPECT_NE(kiln::last_error_message().find("input 0 ('x') is on cuda:0 but the method runs on cuda:1"),
+            std::string::npos)
+      << kiln::last_error_message();
+}
+
+TEST_F(CudaExecute, ComputeCapabilityMatchesTheDriver) {
+  int major = 0, minor = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0), cudaSuccess);
+  auto cc = kiln::cuda::compute_capability(0);
+  ASSERT_TRUE(cc.ok()) << kiln::last_error_message();
+  EXPECT_EQ(*cc, major * 10 + minor);
+  EXPECT_FALSE(kiln::cuda::compute_capability(kiln::cuda::device_count()).ok());
+}
+
+TEST_F(CudaExecute, LibraryBuiltForAnotherGpuIsRefusedAtLoad) {
+  int major = 0, minor = 0;
+  ASSERT_EQ(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0), cudaSuccess);
+  ASSERT_EQ(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, 0), cudaSuccess);
+  Module module(kProgramSm50);
+  ASSERT_EQ(module.load(), Error::Ok);
+  EXPECT_EQ(module.load_method("forward"), Error::NotSupported);
+  const std::string expected =
+      "built for sm_50, this GPU (cuda:0) is sm_" + std::to_string(major) + std::to_string(minor);
+  EXPECT_NE(kiln::last_error_message().find(expected), std::string::npos) << kiln::last_error_message();
+  EXPECT_FALSE(module.is_method_loaded("forward"));
+}
+
+TEST_F(CudaExecute, ManyLoadUnloadCyclesReleaseStreams) {
+  // Streams are created at load and destroyed at unload: a leak would pile up
+  // driver objects; the pool's bytes in use must come back to where they were.
+  std::vector<float> x = {1, 2, 3};
+  auto before = kiln::cuda::memory_stats(0);
+  ASSERT_TRUE(before.ok());
+  for (int i = 0; i < 50; ++i) {
+    Module module(kProgram);
+    ASSERT_EQ(module.load_method("forward"), Error::Ok) << kiln::last_error_message();
+    auto out = module.forward({cpu_tensor(x)});
+    ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto after = kiln::cuda::memory_stats(0);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->bytes_in_use, before->bytes_in_use);
+}
+
+}  // namespace
