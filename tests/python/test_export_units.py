@@ -432,7 +432,7 @@ class _ReluToClampBackend(CpuBackend):
 
         return [record]
 
-    def decomposition_table(self):
+    def decomposition_table(self, compile_specs):
         import torch
 
         def relu_as_clamp(x):

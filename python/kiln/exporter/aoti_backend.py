@@ -217,7 +217,7 @@ class AotiBackend:
         dev = self.device_name()
         return {n for n in names if shim_device(n) in (None, dev)}
 
-    def decomposition_table(self) -> dict:
+    def decomposition_table(self, compile_specs: dict[str, Any]) -> dict:
         """Ops to decompose before compiling (run only if one occurs in the graph)."""
         return {}
 
@@ -274,9 +274,11 @@ class AotiBackend:
                 result = p(ep)
                 ep = result if result is not None else ep
 
-        table = self.decomposition_table()
+        table = self.decomposition_table(specs)
         if table and _graph_uses_any(ep, table):
-            with prog.stage(f"{method_name}: decompositions"):
+            # Retraced in the compile context, so ops whose kernel choice depends on it
+            # (fused attention) keep the output layout the compiled graph will see.
+            with prog.stage(f"{method_name}: decompositions"), self.extra_compile_context(specs):
                 ep = ep.run_decompositions(table)
 
         inputs = md.input_specs(ep)
