@@ -2,25 +2,38 @@
 """Kiln CUDA model suite (run through scripts/gpu-suite on a GPU machine).
 
 For every model x dtype x export mode: export with kiln.export(..., backend="cuda"),
-run in Kiln (kiln.runtime.Module over $KILN_LIBRARY) and in eager PyTorch on the
-same inputs, and print one table: model, dtype, mode, max relative error
-(max |kiln - eager| / max |eager|), pass/fail, Kiln ms, eager ms. With $OUT set
-(or --json), the rows are also written as JSON.
+run in Kiln (kiln.runtime.Module over $KILN_LIBRARY) and in eager PyTorch on fresh
+random inputs (of other sizes where a dim is dynamic), and print one table: model,
+dtype, mode, max relative error (max |kiln - eager| / max |eager| over every output of
+every method), pass/fail, Kiln ms, eager ms. With $OUT set (or --json), the rows are
+also written as JSON, with the aoti_torch_cuda_* shims each library imports.
+
+Models: the suite's own MLP/CNN/transformer block, the CPU parity suite
+(tests/python/parity_models.py, at its own dtypes, with its dynamic shapes and
+multi-method programs) and small random-weight transformers models
+(scripts/hf_suite_models.py: Whisper, Parakeet CTC, Gemma3, ResNet).
 
 Export modes:
   triton-only  GEMMs/convolutions from Triton templates, SDPA decomposed: the
                library calls no cuBLAS/cuDNN/attention fallback.
   fallbacks    no autotuning: GEMMs and convolutions become Kiln's cuBLASLt/cuDNN
-               fallback shims (SDPA too, if the exporter lets fused SDPA through).
+               fallback shims, and fused SDPA Kiln's attention kernel.
 
-Adding models (e.g. from transformers): decorate a factory with @suite_model(name);
-it takes (torch.dtype, torch.device) and returns (module, example_inputs tuple).
+Exports run in --jobs worker processes (they are mostly CPU-bound compiles); the
+runs and timings then happen one at a time in this process.
+
+Adding models: decorate a factory with @suite_model(name); it takes (torch.dtype,
+torch.device) and returns (module, example_inputs tuple).
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import contextlib
+import dataclasses
 import json
+import multiprocessing
 import os
 import sys
 import tempfile
@@ -36,17 +49,48 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-MODELS: dict[str, Callable] = {}
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+@dataclasses.dataclass
+class SuiteModel:
+    """build(dtype, device) -> {method: (module, example_inputs, dynamic_shapes or None,
+    fresh() -> inputs)}. dtypes: the dtypes it runs in (None: all)."""
+
+    build: Callable[[torch.dtype, torch.device], dict]
+    dtypes: tuple[str, ...] | None = None
+
+
+MODELS: dict[str, SuiteModel] = {}
 
 
 def suite_model(name: str):
-    """Registers a model factory: (dtype, device) -> (nn.Module, tuple of inputs)."""
+    """Registers a model factory: (dtype, device) -> (nn.Module, tuple of inputs),
+    one static-shape method "forward" whose fresh inputs are new random ones."""
 
     def wrap(factory):
-        MODELS[name] = factory
+        def build(dtype, device):
+            module, inputs = factory(dtype, device)
+
+            def fresh():
+                return tuple(_like(t) for t in inputs)
+
+            return {"forward": (module, inputs, None, fresh)}
+
+        MODELS[name] = SuiteModel(build)
         return factory
 
     return wrap
+
+
+def _like(t: torch.Tensor) -> torch.Tensor:
+    """A new random tensor like t: same values range for integer ids, randn for floats."""
+    if t.is_floating_point():
+        return torch.randn_like(t)
+    if t.dtype == torch.bool:
+        return t.clone()
+    hi = int(t.max().item()) + 1 if t.numel() else 1
+    return torch.randint_like(t, 0, max(hi, 1))
 
 
 class Mlp(nn.Module):
@@ -110,10 +154,53 @@ def _transformer(dtype, device):
 
 MODES = {
     "triton-only": {"triton_only": True},
-    "fallbacks": {"triton_only": False, "max_autotune": False},
+    "fallbacks": {"triton_only": False, "max_autotune": False, "sdpa": "fused"},
 }
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 TOLERANCE = {"fp32": 1e-3, "fp16": 2e-2, "bf16": 2e-2}
+
+
+def _register_parity_models() -> None:
+    """The CPU parity suite's cases, on the GPU at their own dtype. build_cases() seeds
+    itself, so every process rebuilding a case gets the same weights."""
+    sys.path.insert(0, str(REPO / "tests" / "python"))
+    import parity_models
+
+    for case in parity_models.build_cases():
+        def build(_dtype, device, name=case.name):
+            (fresh_case,) = [c for c in parity_models.build_cases() if c.name == name]
+            methods = {method: (module.to(device), _to(example, device), dyn, lambda fresh=fresh: _to(fresh(), device))
+                       for method, (module, example, dyn, fresh) in fresh_case.methods.items()}
+            if name == "transformer_masked":
+                # On CUDA the fused-SDPA meta pads an attention mask to a multiple of 8,
+                # and torch.export cannot prove the guard that leaves for every length
+                # in [2, 128]: export with the length a multiple of 8, as torch suggests.
+                module, example, _, _ = methods["forward"]
+                seq = 8 * torch.export.Dim("seq8", min=1, max=16)
+
+                def fresh(t=24):
+                    return torch.randn(2, t, 64, device=device), torch.randn(2, 1, t, t, device=device)
+
+                methods["forward"] = (module, example, ({1: seq}, {2: seq, 3: seq}), fresh)
+            return methods
+
+        dtype_name = next(k for k, v in DTYPES.items() if v == case.dtype)
+        MODELS[f"parity_{case.name}"] = SuiteModel(build, (dtype_name,))
+
+
+def _register_hf_models() -> None:
+    sys.path.insert(0, str(REPO / "scripts"))
+    from hf_suite_models import HF_MODELS
+
+    for name, factory in HF_MODELS.items():
+        suite_model(name)(factory)
+
+
+def _to(inputs, device):
+    return tuple(t.to(device) for t in inputs)
+
+
+_register_parity_models()
+_register_hf_models()
 
 
 def make_backend():
@@ -123,71 +210,111 @@ def make_backend():
 
 
 def time_ms(fn, iters: int) -> float:
+    """Median wall time of one call (each call synchronised), after warm-up."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
-    start = time.perf_counter()
+    times = []
     for _ in range(iters):
+        start = time.perf_counter()
         fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) * 1000.0 / iters
+        torch.cuda.synchronize()
+        times.append(time.perf_counter() - start)
+    times.sort()
+    return times[len(times) // 2] * 1000.0
 
 
 def flatten(out) -> list[torch.Tensor]:
     if isinstance(out, torch.Tensor):
         return [out]
+    if out is None:
+        return []
     return [t for o in out for t in flatten(o)]
 
 
-def run_case(name, dtype_name, mode, workdir, iters) -> dict:
+def build(name, dtype_name):
+    torch.manual_seed(0)
+    return MODELS[name].build(DTYPES[dtype_name], torch.device("cuda"))
+
+
+def export_case(name, dtype_name, mode, path) -> dict:
+    """Worker: exports one case to `path`. Returns {imports, export_s, error}."""
     import kiln
+
+    result = {"imports": None, "export_s": None, "error": None}
+    try:
+        start = time.perf_counter()
+        methods = build(name, dtype_name)
+        eps = {}
+        # Traced with the SDPA kernel the library is compiled with (see CudaBackend's "sdpa").
+        if MODES[mode].get("sdpa", "decompose") == "decompose":
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+
+            attention = sdpa_kernel([SDPBackend.MATH])
+        else:
+            attention = contextlib.nullcontext()
+        with torch.no_grad(), attention:
+            for method, (module, example, dyn, _) in methods.items():
+                eps[method] = torch.export.export(module, example, dynamic_shapes=dyn)
+        program = kiln.export(eps, backend=make_backend(), compile_specs=MODES[mode], verbose=False)
+        result["imports"] = sorted({n for m in program.methods.values() for n in (m.shim_imports or [])
+                                    if n.startswith("aoti_torch_cuda")})
+        program.save(path)
+        result["export_s"] = time.perf_counter() - start
+    except Exception as e:  # reported in the table; one broken case must not hide the others
+        result["error"] = f"export: {type(e).__name__}: {e}".strip()[:2000]
+        traceback.print_exc()
+    return result
+
+
+def run_case(name, dtype_name, mode, path, iters) -> dict:
     from kiln.runtime import Module
 
-    row = {"model": name, "dtype": dtype_name, "mode": mode, "max_rel_error": None, "passed": False,
-           "kiln_ms": None, "eager_ms": None, "error": None, "imports": None}
-    dtype = DTYPES[dtype_name]
-    torch.manual_seed(0)
-    model, inputs = MODELS[name](dtype, torch.device("cuda"))
+    row = {"max_rel_error": None, "passed": False, "kiln_ms": None, "eager_ms": None, "error": None}
     try:
-        with torch.no_grad():
-            want = flatten(model(*inputs))
-            ep = torch.export.export(model, inputs)
-        program = kiln.export(ep, backend=make_backend(), compile_specs=MODES[mode], verbose=False)
-        imports = sorted({n for m in program.methods.values() for n in getattr(m, "shim_imports", []) or []
-                          if n.startswith("aoti_torch_cuda")})
-        row["imports"] = imports
-        path = os.path.join(workdir, f"{name}_{dtype_name}_{mode}.kiln")
-        program.save(path)
+        methods = build(name, dtype_name)
         module = Module(path)
         module.load()
-        got = [g if isinstance(g, torch.Tensor) else torch.as_tensor(g) for g in module.forward(*inputs, output="torch")]
-        torch.cuda.synchronize()
-        if len(got) != len(want):
-            raise RuntimeError(f"Kiln returned {len(got)} outputs, eager {len(want)}")
+        torch.manual_seed(4321)
+        calls = {m: (spec[0], spec[3]()) for m, spec in methods.items()}
         err = 0.0
-        for g, w in zip(got, want):
-            g, w = g.to(w.device).float(), w.float()
-            err = max(err, ((g - w).abs().max() / w.abs().max().clamp_min(1e-12)).item())
+        for method, (model, inputs) in calls.items():
+            with torch.no_grad():
+                want = flatten(model(*inputs))
+            got = module.execute(method, list(inputs), output="torch")
+            torch.cuda.synchronize()
+            if len(got) != len(want):
+                raise RuntimeError(f"{method}: Kiln returned {len(got)} outputs, eager {len(want)}")
+            for i, (g, w) in enumerate(zip(got, want)):
+                if tuple(g.shape) != tuple(w.shape):
+                    raise RuntimeError(f"{method}: output {i} has shape {tuple(g.shape)}, eager {tuple(w.shape)}")
+                g, w = g.to(w.device).double(), w.double()
+                if not torch.isfinite(g).all():
+                    raise RuntimeError(f"{method}: output {i} has non-finite values")
+                err = max(err, ((g - w).abs().max() / w.abs().max().clamp_min(1e-12)).item())
         row["max_rel_error"] = err
         row["passed"] = err <= TOLERANCE[dtype_name]
-        row["kiln_ms"] = time_ms(lambda: module.forward(*inputs, output="torch"), iters)
+        method, (model, inputs) = next(iter(calls.items()))
+        row["kiln_ms"] = time_ms(lambda: module.execute(method, list(inputs), output="torch"), iters)
         with torch.no_grad():
             row["eager_ms"] = time_ms(lambda: model(*inputs), iters)
-    except Exception as e:  # one broken case must not hide the others
-        row["error"] = f"{type(e).__name__}: {e}".strip()[:2000]
+        module.close()
+    except Exception as e:
+        row["error"] = f"run: {type(e).__name__}: {e}".strip()[:2000]
         traceback.print_exc()
     return row
 
 
 def print_table(rows):
-    head = ["model", "dtype", "mode", "max rel err", "result", "kiln ms", "eager ms"]
+    head = ["model", "dtype", "mode", "max rel err", "result", "kiln ms", "eager ms", "export s"]
     lines = []
     for r in rows:
         err = "-" if r["max_rel_error"] is None else f"{r['max_rel_error']:.2e}"
         res = "pass" if r["passed"] else ("ERROR" if r["error"] else "FAIL")
         km = "-" if r["kiln_ms"] is None else f"{r['kiln_ms']:.3f}"
         em = "-" if r["eager_ms"] is None else f"{r['eager_ms']:.3f}"
-        lines.append([r["model"], r["dtype"], r["mode"], err, res, km, em])
+        es = "-" if r.get("export_s") is None else f"{r['export_s']:.0f}"
+        lines.append([r["model"], r["dtype"], r["mode"], err, res, km, em, es])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     print(fmt.format(*head))
@@ -197,15 +324,20 @@ def print_table(rows):
     for r in rows:
         if r["error"]:
             print(f"\n{r['model']}/{r['dtype']}/{r['mode']}: {r['error'].splitlines()[0]}")
+    passed = sum(r["passed"] for r in rows)
+    print(f"\n{passed} passed, {len(rows) - passed} failed")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", default=",".join(MODELS), help="comma list of " + ", ".join(MODELS))
-    ap.add_argument("--dtypes", default="fp32,fp16,bf16")
+    ap.add_argument("--dtypes", default="fp32,fp16,bf16", help="for models that run in every dtype")
     ap.add_argument("--modes", default=",".join(MODES))
-    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--jobs", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)),
+                    help="export worker processes")
     ap.add_argument("--json", help="write rows here (default $OUT/gpu_suite.json when OUT is set)")
+    ap.add_argument("--keep", help="save the exported programs in this directory (default: a temporary one)")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("gpu_suite: torch sees no GPU", file=sys.stderr)
@@ -213,13 +345,43 @@ def main() -> int:
     # Strict float32 on both sides: eager's cuDNN would otherwise use TF32.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    unknown = [m for m in args.models.split(",") if m not in MODELS]
+    if unknown:
+        print(f"gpu_suite: unknown models {unknown}; known: {', '.join(MODELS)}", file=sys.stderr)
+        return 2
+    cases = []
+    for name in args.models.split(","):
+        dtypes = MODELS[name].dtypes or tuple(args.dtypes.split(","))
+        for dt in dtypes:
+            for mode in args.modes.split(","):
+                cases.append((name, dt, mode))
     rows = []
-    with tempfile.TemporaryDirectory(prefix="kiln-gpu-suite-") as workdir:
-        for name in args.models.split(","):
-            for dt in args.dtypes.split(","):
-                for mode in args.modes.split(","):
-                    print(f"== {name} {dt} {mode}", flush=True)
-                    rows.append(run_case(name, dt, mode, workdir, args.iters))
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    with (contextlib.nullcontext(args.keep) if args.keep else tempfile.TemporaryDirectory(prefix="kiln-gpu-suite-")) as workdir:
+        paths = {c: os.path.join(workdir, "{}_{}_{}.kiln".format(*c)) for c in cases}
+        exported = {}
+        start = time.perf_counter()
+        ctx = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
+            futures = {pool.submit(export_case, *c, paths[c]): c for c in cases}
+            for fut in concurrent.futures.as_completed(futures):
+                c = futures[fut]
+                try:
+                    exported[c] = fut.result()
+                except Exception as e:  # a worker that died (segfault, OOM)
+                    exported[c] = {"imports": None, "export_s": None, "error": f"export worker: {e}"}
+                state = "ok" if exported[c]["error"] is None else "ERROR"
+                print(f"[{time.perf_counter() - start:6.0f}s] exported {' '.join(c)}: {state}", flush=True)
+        for c in cases:
+            name, dt, mode = c
+            row = {"model": name, "dtype": dt, "mode": mode, **exported[c]}
+            if row["error"] is None:
+                print(f"== run {name} {dt} {mode}", flush=True)
+                row.update(run_case(name, dt, mode, paths[c], args.iters))
+            else:
+                row.update({"max_rel_error": None, "passed": False, "kiln_ms": None, "eager_ms": None})
+            rows.append(row)
     print()
     print_table(rows)
     out = args.json or (os.path.join(os.environ["OUT"], "gpu_suite.json") if os.environ.get("OUT") else None)
