@@ -26,6 +26,8 @@ constexpr OptionSpec kOptions[] = {
     {"num_models", OptionType::Int, 1, 256, nullptr},
     {"stream", OptionType::String, 0, 0, kStreamChoices},
     {"keep_outputs_on_device", OptionType::Bool, 0, 0, nullptr},
+    {"cuda_graphs", OptionType::Bool, 0, 0, nullptr},
+    {"cuda_graph_cache_size", OptionType::Int, 1, 1024, nullptr},
 };
 
 const char* type_name(OptionType type) {
@@ -108,6 +110,8 @@ Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(std::shared_ptr
   config.num_models = static_cast<size_t>(options.get_int("num_models").value_or(1));
   config.stream_policy = stream_policy(options);
   config.keep_outputs_on_device = options.get_bool("keep_outputs_on_device").value_or(false);
+  config.cuda_graphs = options.get_bool("cuda_graphs").value_or(false);
+  config.cuda_graph_cache_size = static_cast<size_t>(options.get_int("cuda_graph_cache_size").value_or(8));
   DeviceInterface* iface = get_device_interface(config.device.type);
   if (!iface || iface->device_count() <= config.device.index)
     return set_error(Error::NotSupported, "method '" + method.name + "' runs on " + device_string(config.device) +

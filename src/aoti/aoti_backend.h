@@ -22,6 +22,14 @@
 //                        even when every input was a CPU tensor (default
 //                        false: outputs are copied to the host then, and stay
 //                        on the device when any input was a device tensor).
+//   cuda_graphs  (bool)  CUDA methods: after one eager warm-up run per input
+//                        signature (dtype, sizes, strides), record the run into
+//                        a CUDA graph and replay it for later calls with that
+//                        signature (graph_replay.h); calls are serialised.
+//                        Signatures that cannot be recorded run eagerly (a
+//                        warning says why). Default false.
+//   cuda_graph_cache_size (int) graphs kept per method, least recently used
+//                        dropped first (default 8)
 #pragma once
 
 #include "runtime/backend.h"
