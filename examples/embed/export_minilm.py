@@ -17,6 +17,7 @@ import argparse
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 # Before any Hugging Face import: the model must come from the installed package only.
@@ -71,6 +72,14 @@ class MiniLMEmbedder(nn.Module):
         return torch.nn.functional.normalize(pooled, p=2.0, dim=1)
 
 
+def model_inputs(st_model, sentences: list[str]) -> dict:
+    """input_ids / attention_mask exactly as sentence-transformers feeds them to the model (its
+    tokenizer, padding and truncation to max_seq_length)."""
+    # preprocess() replaced tokenize() in sentence-transformers 6.
+    prepare = getattr(st_model, "preprocess", None) or st_model.tokenize
+    return prepare(sentences)
+
+
 def build_module(st_model=None) -> MiniLMEmbedder:
     """The embedder module over the sentence-transformers model's BERT (eval mode, fp32, CPU)."""
     st_model = st_model if st_model is not None else load_sentence_transformer("cpu")
@@ -88,10 +97,19 @@ def export_program(out_dir: Path, device: str = "cpu", verbose: bool = True) -> 
     """Exports minilm.kiln for `device` into `out_dir` and copies vocab.txt next to it."""
     import kiln
 
+    def progress(message: str, start: float) -> None:
+        if verbose:
+            print(f"[export_minilm] {message} ... {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("export_minilm: --device cuda needs a CUDA build of torch and a visible GPU")
     out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
     module = build_module()
     if device == "cuda":
         module = module.to("cuda")
+    progress(f"load all-MiniLM-L6-v2 from {model_dir()}", start)
+    start = time.perf_counter()
     batch = torch.export.Dim("batch", min=1, max=MAX_BATCH)
     seq = torch.export.Dim("seq", min=2, max=MAX_SEQ)
     ids = torch.randint(1000, 2000, (2, 16), dtype=torch.int64, device=device)
@@ -100,6 +118,7 @@ def export_program(out_dir: Path, device: str = "cpu", verbose: bool = True) -> 
         ep = torch.export.export(
             module, (ids, mask), dynamic_shapes=({0: batch, 1: seq}, {0: batch, 1: seq}), strict=False
         )
+    progress("torch.export (dynamic batch and sequence)", start)
     program = kiln.export(
         {"forward": ep},
         backend=device,
