@@ -3,6 +3,8 @@ once per session, run by the C++ runner kiln-embed (WordPiece tokenizer in C++),
 sentence-transformers' own `encode` and the Hugging Face tokenizer.
 
 The runner is $KILN_EMBED, default: kiln-embed next to $KILN_CLI, or <repo>/build/kiln-embed.
+The program is exported for $KILN_EMBED_DEVICE (default cpu; cuda on a GPU machine with a CUDA
+build of the runner).
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def exported(tmp_path_factory) -> Path:
     import export_minilm
 
     out = tmp_path_factory.mktemp("minilm")
-    export_minilm.export_program(out, device="cpu", verbose=False)
+    export_minilm.export_program(out, device=os.environ.get("KILN_EMBED_DEVICE", "cpu"), verbose=False)
     return out
 
 
@@ -93,7 +95,9 @@ def run_json(runner: str, *args: str) -> dict:
 
 def reference_ids(st_model, sentences: list[str]) -> list[list[int]]:
     """Token ids exactly as sentence-transformers feeds them to the model (its truncation)."""
-    features = st_model.tokenize(sentences)
+    import export_minilm
+
+    features = export_minilm.model_inputs(st_model, sentences)
     ids = features["input_ids"].tolist()
     mask = features["attention_mask"].tolist()
     return [[t for t, m in zip(row, mrow) if m] for row, mrow in zip(ids, mask)]
