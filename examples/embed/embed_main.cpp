@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <string>
@@ -27,9 +28,9 @@ const char kUsage[] =
     "                  [SENTENCE ...]\n"
     "       kiln-embed --tokenize --vocab VOCAB.txt [--max-length N] [SENTENCE ...]\n"
     "\n"
-    "Embeds each sentence (one per argument, or one per line of stdin when none is\n"
-    "given) and prints the first dimensions and norm of each embedding, the cosine\n"
-    "similarity matrix, and timings.\n"
+    "Embeds each sentence (one per argument, or one per non-empty line of stdin when\n"
+    "none is given) and prints the first dimensions and norm of each embedding, the\n"
+    "cosine similarity matrix, and timings. Arguments after -- are all sentences.\n"
     "\n"
     "  --vocab FILE      WordPiece vocabulary (default: vocab.txt next to PROGRAM)\n"
     "  --max-length N    tokens per sentence, [CLS] and [SEP] included (default: the\n"
@@ -61,8 +62,13 @@ bool parse_int(const std::string& text, int64_t* out) {
 }
 
 bool parse_args(int argc, char** argv, Options* o) {
+  bool only_sentences = false;  // after "--"
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    if (only_sentences) {
+      o->sentences.push_back(arg);
+      continue;
+    }
     auto value = [&](std::string* out) {
       if (i + 1 >= argc) {
         std::fprintf(stderr, "kiln-embed: %s needs a value\n", arg.c_str());
@@ -73,7 +79,9 @@ bool parse_args(int argc, char** argv, Options* o) {
     };
     std::string text;
     int64_t number = 0;
-    if (arg == "--help" || arg == "-h") {
+    if (arg == "--") {
+      only_sentences = true;
+    } else if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
       std::exit(0);
     } else if (arg == "--vocab") {
