@@ -1,11 +1,13 @@
 #include "aoti/pt2_import.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string_view>
 #include <vector>
 
 #include "aoti/elf_symbols.h"
+#include "aoti/kernel_directory.h"
 #include "aoti/wrapper_contract.h"
 #include "kiln/pt2_import.h"
 
@@ -193,11 +195,6 @@ Error import_pt2(const ZipArchive& package, const Pt2ImportOptions& options, Pro
   if (libraries.size() > 1 && !ends_with(library->name, ".wrapper.so"))
     return invalid(package, "model '" + model + "' has several libraries and none is a *.wrapper.so: " +
                                 list(libraries));
-  if (!kernel_files.empty())
-    return set_error(Error::NotSupported,
-                     where + " keeps its GPU kernels as separate files (" + list(kernel_files) +
-                         "), which Kiln does not load yet (the runtime passes the model no kernel directory). "
-                         "Re-export with inductor_configs={\"aot_inductor.embed_kernel_binary\": True, ...}.");
   if (pickled_weights && !weights)
     return set_error(Error::NotSupported,
                      where + ": its weights are pickled per tensor under '" + root + std::string(kPickledWeightsDir) +
@@ -231,6 +228,9 @@ Error import_pt2(const ZipArchive& package, const Pt2ImportOptions& options, Pro
   if (device != "cpu" && device != "cuda")
     return set_error(Error::NotSupported, where + " was compiled for device '" + device +
                                               "'; Kiln runs AOTInductor models on cpu and cuda");
+  if (!kernel_files.empty() && device != "cuda")
+    return set_error(Error::NotSupported, where + " (" + device + ") keeps GPU kernel files (" + list(kernel_files) +
+                                              "), which Kiln loads for cuda models only");
 
   if (!wrapper_source)
     return invalid(package, "model '" + model + "' has no *.wrapper.cpp, from which Kiln reads the input contract "
@@ -271,6 +271,22 @@ Error import_pt2(const ZipArchive& package, const Pt2ImportOptions& options, Pro
     method.weights_key = options.method_name + ".weights";
     KILN_RETURN_IF_ERROR(writer->add_named_data(method.weights_key, weight_bytes));
   }
+  // Kernels stored beside the library (embed_kernel_binary=False): the runtime
+  // writes them to a private directory the library loads them from
+  // (kernel_directory.h); the library looks them up by file name only.
+  std::set<std::string> kernel_names;
+  std::string kernel_keys;
+  for (const ZipEntry* entry : models[model]) {
+    if (std::find(kernel_files.begin(), kernel_files.end(), entry->name) == kernel_files.end()) continue;
+    const std::string name = entry->name.substr(entry->name.rfind('/') + 1);
+    if (!kernel_names.insert(name).second)
+      return invalid(package, "model '" + model + "' has two kernel files named '" + name + "'");
+    KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> bytes, package.read(*entry));
+    const std::string key = options.method_name + ".kernels/" + name;
+    KILN_RETURN_IF_ERROR(writer->add_named_data(key, bytes));
+    kernel_keys += (kernel_keys.empty() ? "" : ",") + key;
+  }
+  if (!kernel_keys.empty()) method.metadata[kKernelFilesKey] = kernel_keys;
   KILN_RETURN_IF_ERROR(writer->add_method(method));
   writer->set_metadata("imported_from", "pt2");
   return Error::Ok;

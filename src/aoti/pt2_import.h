@@ -3,15 +3,16 @@
 // running one of the package's AOTInductor models, with the model's compiled
 // library, its weights blob (when the weights are not inside the library) and
 // its metadata (device, CPU ISA, machine, compute capability), which the
-// runtime checks against the host at load. The input contract is read from the
-// generated wrapper source the package holds (wrapper_contract.h); outputs
-// have a count and names only. Layout and limits: docs/pt2-import.md.
+// runtime checks against the host at load. CUDA kernels stored beside the
+// library (embed_kernel_binary=False) become named data the runtime writes to
+// a kernel directory at load (kernel_directory.h). The input contract is read
+// from the generated wrapper source the package holds (wrapper_contract.h);
+// outputs have a count and names only. Layout and limits: docs/pt2-import.md.
 //
 // Refused, with a message saying what to do: libraries linked against libtorch
 // (aot_inductor.link_libtorch=True, torch's default), weights pickled per
-// tensor (package_constants_on_disk_format="pickle_weights"), GPU kernels
-// stored as separate files (embed_kernel_binary=False), source-only packages
-// (package_cpp_only) and compressed archives.
+// tensor (package_constants_on_disk_format="pickle_weights"), source-only
+// packages (package_cpp_only) and compressed archives.
 #pragma once
 
 #include <memory>
