@@ -1,6 +1,8 @@
 // `kiln import`: convert a PyTorch .pt2 package into a .kiln program.
 #include <chrono>
 #include <cstdio>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "cli_common.h"
@@ -17,9 +19,9 @@ const char kImportUsage[] =
     "inductor_configs={\"aot_inductor.link_libtorch\": False, ...} into a Kiln\n"
     "program: the model's compiled library, its weights (a binary blob, or none\n"
     "when they are inside the library) and its device / CPU ISA / compute\n"
-    "capability metadata, checked against the machine at load. The input\n"
-    "contract is read from the package's generated wrapper source; outputs are\n"
-    "known by count only. Prints the imported method's contract.\n"
+    "capability metadata, checked against the machine at load. The input and\n"
+    "output contract is read from the package's generated wrapper source.\n"
+    "Prints the imported method's contract.\n"
     "(`kiln run MODEL.pt2` and Module also load a .pt2 directly.)\n"
     "\n"
     "  -o, --output FILE   the program file to write\n"
@@ -66,8 +68,19 @@ int import_command(std::span<const std::string> args) {
               meta("pt2_model").c_str(), info->device.c_str(), meta("cpu_isa").c_str(),
               info->weights_key.empty() ? "inside the library" : "separate blob");
   for (const TensorSpec& spec : info->inputs) std::printf("  input  %s: %s\n", spec.name.c_str(), spec_text(spec).c_str());
-  for (const TensorSpec& spec : info->outputs)
-    std::printf("  output %s: dtype and shape unknown (a .pt2 records none)\n", spec.name.c_str());
+  // Indices of outputs the package does not describe (see docs/pt2-import.md).
+  std::set<std::string> unknown;
+  if (auto it = info->metadata.find("unknown_outputs"); it != info->metadata.end()) {
+    std::istringstream list(it->second);
+    for (std::string index; std::getline(list, index, ',');) unknown.insert(index);
+  }
+  for (size_t i = 0; i < info->outputs.size(); ++i) {
+    const TensorSpec& spec = info->outputs[i];
+    if (unknown.count(std::to_string(i)))
+      std::printf("  output %s: dtype and shape unknown\n", spec.name.c_str());
+    else
+      std::printf("  output %s: %s\n", spec.name.c_str(), spec_text(spec).c_str());
+  }
   return kExitOk;
 }
 

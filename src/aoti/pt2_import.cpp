@@ -243,13 +243,12 @@ Error import_pt2(const ZipArchive& package, const Pt2ImportOptions& options, Pro
   method.backend = "aoti";
   method.device = device;
   method.inputs = std::move(contract.inputs);
-  for (const std::string& name : contract.output_names) {
-    // Only the count is known (see wrapper_contract.h); the spec is a rank-0
-    // placeholder and output_contract says so.
-    TensorSpec spec;
-    spec.name = name;
-    method.outputs.push_back(std::move(spec));
-  }
+  method.outputs = std::move(contract.outputs);
+  // Outputs the wrapper source does not describe in a form Kiln understands
+  // keep a rank-0 placeholder spec; these metadata keys say which.
+  std::string unknown;
+  for (size_t i = 0; i < contract.output_known.size(); ++i)
+    if (!contract.output_known[i]) unknown += (unknown.empty() ? "" : ",") + std::to_string(i);
   for (const auto& [key, value] : aoti_metadata)
     if (starts_with(key, "AOTI_")) method.metadata[key] = value;
   if (auto isa = aoti_metadata.find("AOTI_CPU_ISA"); isa != aoti_metadata.end() && device == "cpu")
@@ -258,7 +257,10 @@ Error import_pt2(const ZipArchive& package, const Pt2ImportOptions& options, Pro
   method.metadata["pt2_model"] = model;
   method.metadata["pt2_library"] = library->name;
   method.metadata["output_contract"] =
-      "count only: a .pt2 records no output dtypes or shapes (output specs are placeholders)";
+      unknown.empty() ? "inferred from the wrapper source (informational: outputs are not validated)"
+                      : "inferred from the wrapper source except outputs " + unknown +
+                            ", whose specs are placeholders (dtype and shape unknown)";
+  if (!unknown.empty()) method.metadata[kUnknownOutputsKey] = unknown;
   std::string shims;
   for (const std::string& name : symbols->undefined)
     if (starts_with(name, "aoti_torch_")) shims += (shims.empty() ? "" : ",") + name;

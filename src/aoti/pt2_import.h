@@ -6,8 +6,9 @@
 // runtime checks against the host at load. CUDA kernels stored beside the
 // library (embed_kernel_binary=False) become named data the runtime writes to
 // a kernel directory at load (kernel_directory.h). The input contract is read
-// from the generated wrapper source the package holds (wrapper_contract.h);
-// outputs have a count and names only. Layout and limits: docs/pt2-import.md.
+// from the generated wrapper source the package holds (wrapper_contract.h),
+// and so are the output specs where the source allows. Layout and limits:
+// docs/pt2-import.md.
 //
 // Refused, with a message saying what to do: libraries linked against libtorch
 // (aot_inductor.link_libtorch=True, torch's default), weights pickled per
@@ -24,6 +25,10 @@
 #include "program/zip_archive.h"
 
 namespace kiln::aoti {
+
+/// Method metadata listing the outputs whose specs are placeholders
+/// (comma-separated indices; absent when every output spec was inferred).
+inline constexpr const char* kUnknownOutputsKey = "unknown_outputs";
 
 struct Pt2ImportOptions {
   /// Which model of the package ("" = the only one; a package made by

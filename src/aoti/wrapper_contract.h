@@ -10,8 +10,17 @@
 // <d>, expected: <n>") and the finite bounds of each dynamic size ("dim value
 // is too small at <d>, expected it to be >= <n>", "... too large ... <= <n>").
 // The rank is one past the highest dimension any size or stride check names;
-// a dimension no check names becomes dynamic and unbounded. Outputs are not
-// checked by the generated code, so only their count and names are known.
+// a dimension no check names becomes dynamic and unbounded. A dynamic
+// dimension is named after the size symbol run_impl binds it to
+// (`int64_t s31 = arg4_1_size[0];`), so inputs sharing a symbol share a name.
+//
+// Outputs are not checked by the generated code. Their specs are inferred from
+// how run_impl produces each one: `output_handles[i] = <buf>.release();` where
+// <buf> (after `auto <buf> = std::move(<other>);` renames) was allocated by
+// `aoti_torch_empty_strided(rank, sizes, strides, cached_torch_dtype_<d>, ...)`
+// or is a `reinterpret_tensor_wrapper` view of such a buffer; sizes are integer
+// literals (static) or size expressions (dynamic; an input's symbol carries
+// that input's bounds). Any other form leaves the output unknown.
 #pragma once
 
 #include <string_view>
@@ -23,8 +32,10 @@ namespace kiln::aoti {
 
 struct WrapperContract {
   std::vector<TensorSpec> inputs;
-  /// Names only (dtype and dims unknown: see docs/pt2-import.md).
-  std::vector<std::string> output_names;
+  /// One per output; an output whose spec could not be inferred has only its
+  /// name (rank 0, float32) and output_known[i] false.
+  std::vector<TensorSpec> outputs;
+  std::vector<bool> output_known;
 };
 
 /// Parses the wrapper source. InvalidProgram naming what is missing (no

@@ -145,7 +145,13 @@ def test_import_writes_a_program_with_the_package_contract(blob_pkg, tmp_path):
     assert x["dims"][0]["dynamic"] and x["dims"][0]["min"] == 2 and x["dims"][0]["max"] == 64
     assert x["dims"][1] == {"size": 16, "dynamic": False}
     assert bias["dims"] == [{"size": 8, "dynamic": False}]
-    assert len(method["outputs"]) == 2
+    # Outputs, inferred from the wrapper: y = float32[batch, 8], h.sum(1) = float32[batch],
+    # with the batch symbol and bounds of input 0.
+    y, hsum = method["outputs"]
+    assert y["dtype"] == "float32" and hsum["dtype"] == "float32"
+    assert y["dims"][0] == x["dims"][0] and hsum["dims"] == [x["dims"][0]]
+    assert y["dims"][1] == {"size": 8, "dynamic": False}
+    assert "unknown_outputs" not in method["metadata"]
     assert method["weights_key"]
 
     m = Module(out)
@@ -184,6 +190,8 @@ def test_weights_inside_the_library(inso_pkg, tmp_path):
     (method,) = doc["methods"]
     assert method["name"] == "lookup" and method["weights_key"] == ""
     assert [t["dtype"] for t in method["inputs"]] == ["float32", "int64"]
+    assert [t["shape"] for t in method["inputs"]] == ["float32[3, 6]", "int64[4]"]
+    assert [t["shape"] for t in method["outputs"]] == ["float32[3, 4]"]
     inputs = _inso_inputs(30)
     (got,) = Module(out).execute("lookup", [t.numpy() for t in inputs])
     with torch.no_grad():
