@@ -21,10 +21,9 @@ constexpr std::string_view kPickledWeightsDir = "data/weights/";
 
 constexpr const char* kReexportHint =
     "Re-export it for Kiln with torch._inductor.aoti_compile_and_package(ep, inductor_configs={"
-    "\"aot_inductor.link_libtorch\": False, \"aot_inductor.package_constants_in_so\": False, "
-    "\"aot_inductor.package_constants_on_disk_format\": \"binary_blob\", "
-    "\"aot_inductor.embed_kernel_binary\": True}) (the last three are optional on CPU: weights may stay inside "
-    "the library), or with Kiln's own exporter (kiln.exporter).";
+    "\"aot_inductor.link_libtorch\": False}), optionally adding \"aot_inductor.package_constants_in_so\": False, "
+    "\"aot_inductor.package_constants_on_disk_format\": \"binary_blob\" to keep the weights in a separate blob, "
+    "or use Kiln's own exporter (kiln.exporter).";
 
 bool ends_with(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -133,7 +132,7 @@ Error import_pt2(const ZipArchive& package, const Pt2ImportOptions& options, Pro
   KILN_ASSIGN_OR_RETURN(std::string root, archive_root(package));
   const std::string models_prefix = root + std::string(kModelsDir);
 
-  // model name -> its files (names relative to the model's folder).
+  // model name -> the entries under its folder.
   std::map<std::string, std::vector<const ZipEntry*>> models;
   bool pickled_weights = false;
   for (const ZipEntry& entry : package.entries()) {
@@ -172,6 +171,8 @@ Error import_pt2(const ZipArchive& package, const Pt2ImportOptions& options, Pro
   for (const ZipEntry* entry : models[model]) {
     const std::string& n = entry->name;
     if (ends_with(n, ".so")) {
+      if (library && ends_with(n, ".wrapper.so") && ends_with(library->name, ".wrapper.so"))
+        return invalid(package, "model '" + model + "' has two *.wrapper.so libraries");
       libraries.push_back(n);
       if (!library || ends_with(n, ".wrapper.so")) library = entry;
     } else if (ends_with(n, "weights.blob")) {
@@ -281,6 +282,8 @@ Error import_pt2(const ZipArchive& package, const Pt2ImportOptions& options, Pro
   for (const ZipEntry* entry : models[model]) {
     if (std::find(kernel_files.begin(), kernel_files.end(), entry->name) == kernel_files.end()) continue;
     const std::string name = entry->name.substr(entry->name.rfind('/') + 1);
+    if (name.find(',') != std::string::npos)  // the metadata list is comma-separated
+      return invalid(package, "kernel file '" + entry->name + "' has a ',' in its name");
     if (!kernel_names.insert(name).second)
       return invalid(package, "model '" + model + "' has two kernel files named '" + name + "'");
     KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> bytes, package.read(*entry));

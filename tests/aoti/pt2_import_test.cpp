@@ -183,6 +183,12 @@ TEST(Pt2Import, RefusalsNameTheProblem) {
     return e;
   };
   auto device = [&](const std::string& d) { return package_entries(d, 1.0f); };
+  auto replaced = [&](const std::string& suffix, const std::string& data) {
+    auto e = package_entries("cpu", 1.0f);
+    for (TestEntry& t : e)
+      if (t.name.ends_with(suffix)) t.data = data;
+    return e;
+  };
   const Refusal cases[] = {
       {"no archive_format", without("archive_format"), Error::InvalidProgram, "not a PyTorch .pt2 package"},
       {"no library", without(".wrapper.so"), Error::NotSupported, "package_cpp_only"},
@@ -190,7 +196,8 @@ TEST(Pt2Import, RefusalsNameTheProblem) {
       {"no metadata", without("metadata.json"), Error::InvalidProgram, "AOTI_DEVICE_KEY"},
       {"cubin on cpu", with({dir + "k.cubin", "x"}), Error::NotSupported, "loads for cuda models only"},
       {"other device", device("mps"), Error::NotSupported, "compiled for device 'mps'"},
-      {"bad library", with({dir + "zzz.wrapper.so", "not an elf"}), Error::InvalidProgram, "not a valid ELF64"},
+      {"two libraries", with({dir + "zzz.wrapper.so", "x"}), Error::InvalidProgram, "has two *.wrapper.so"},
+      {"bad library", replaced(".wrapper.so", "not an elf"), Error::InvalidProgram, "not a valid ELF64"},
   };
   for (const Refusal& c : cases) {
     auto program = import_bytes(c.entries);
