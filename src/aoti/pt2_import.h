@@ -45,7 +45,7 @@ struct Pt2ImportOptions {
 Error import_pt2(const ZipArchive& package, const Pt2ImportOptions& options, ProgramWriter* writer);
 
 /// Opens a .pt2 package and converts it in memory into a validated program
-/// (the library and weights are copied once into the program bytes).
+/// (the library and weights are copied: peak memory about three times their size).
 Result<std::shared_ptr<const ProgramFile>> load_pt2_program(const std::string& path,
                                                             const Pt2ImportOptions& options = {});
 
