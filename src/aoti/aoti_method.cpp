@@ -71,9 +71,12 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   KILN_ASSIGN_OR_RETURN(self->library_, AotiLibrary::load(library_bytes, label));
   KILN_ASSIGN_OR_RETURN(self->entry_, EntryPoints::resolve(*self->library_));
 
+  KILN_ASSIGN_OR_RETURN(self->kernels_, KernelDirectory::create(*program, method));
+
   clear_error();
   const std::string device = device_string(config.device);
-  if (self->entry_.create_with_device(&self->container_, config.num_models, device.c_str(), nullptr) != 0 ||
+  const char* kernel_dir = self->kernels_ ? self->kernels_->path().c_str() : nullptr;
+  if (self->entry_.create_with_device(&self->container_, config.num_models, device.c_str(), kernel_dir) != 0 ||
       !self->container_)
     return backend_failure(label + ": creating the AOTInductor model container on " + device);
 

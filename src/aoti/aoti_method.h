@@ -24,6 +24,7 @@
 #include "aoti/device_weights.h"
 #include "aoti/entry_points.h"
 #include "aoti/graph_replay.h"
+#include "aoti/kernel_directory.h"
 #include "kiln/device.h"
 #include "kiln/device_interface.h"
 #include "runtime/backend.h"
@@ -117,6 +118,8 @@ class AotiMethod final : public MethodExecutor {
   // after the container (members are destroyed in reverse order).
   std::shared_ptr<OwnedStream> stream_;
   std::unique_ptr<AotiLibrary> library_;
+  // Kernel files the library loads lazily (null when they are embedded).
+  std::unique_ptr<KernelDirectory> kernels_;
   EntryPoints entry_;
   ContainerHandle container_ = nullptr;
   size_t num_inputs_ = 0;
