@@ -51,6 +51,16 @@ Result<std::shared_ptr<OwnedStream>> OwnedStream::shared_for(const void* program
   return stream;
 }
 
+Result<StreamHandle> OwnedStream::for_this_thread(DeviceInterface* device, int index) {
+  // Keyed by device interface and index; a thread runs few devices.
+  thread_local std::map<std::pair<DeviceInterface*, int>, std::shared_ptr<OwnedStream>> streams;
+  auto& slot = streams[{device, index}];
+  if (!slot) {
+    KILN_ASSIGN_OR_RETURN(slot, create(device, index));
+  }
+  return slot->get();
+}
+
 Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const ProgramFile> program,
                                                      const MethodInfo& method, const AotiMethodConfig& config) {
   const std::string label = "method '" + method.name + "'";
@@ -259,8 +269,16 @@ Result<std::vector<Tensor>> AotiMethod::finish_device_outputs(std::vector<Tensor
 Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) {
   const bool on_device = !device_.is_cpu();
   StreamHandle stream = nullptr;
-  if (on_device)
-    stream = stream_policy_ == StreamPolicy::Caller || !stream_ ? iface_->current_stream(device_.index) : stream_->get();
+  if (on_device) {
+    if (stream_policy_ == StreamPolicy::PerThread) {
+      auto own = OwnedStream::for_this_thread(iface_, device_.index);
+      if (!own.ok()) return set_error(own.error(), "method '" + name_ + "': " + last_error_message());
+      stream = *own;
+    } else {
+      stream = stream_policy_ == StreamPolicy::Caller || !stream_ ? iface_->current_stream(device_.index)
+                                                                   : stream_->get();
+    }
+  }
 
   bool any_device_input = false;
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -31,7 +31,7 @@
 
 namespace kiln::aoti {
 
-enum class StreamPolicy { PerMethod, Shared, Caller };
+enum class StreamPolicy { PerMethod, Shared, Caller, PerThread };
 
 /// A device stream Kiln created, destroyed with the last reference. Thread-safe
 /// to share; the stream itself follows the device's rules.
@@ -45,6 +45,10 @@ class OwnedStream {
   /// entry keeps its program alive (methods hold the program), so a program's
   /// address is never mistaken for another's.
   static Result<std::shared_ptr<OwnedStream>> shared_for(const void* program, DeviceInterface* device, int index);
+  /// The calling thread's own stream on device `index`, created on its first
+  /// use and destroyed when the thread exits (shared by every method the
+  /// thread runs there).
+  static Result<StreamHandle> for_this_thread(DeviceInterface* device, int index);
   ~OwnedStream();
   OwnedStream(const OwnedStream&) = delete;
   OwnedStream& operator=(const OwnedStream&) = delete;
