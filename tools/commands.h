@@ -14,4 +14,13 @@ int inspect_command(std::span<const std::string> args);
 extern const char kRunUsage[];
 int run_command(std::span<const std::string> args);
 
+extern const char kKeygenUsage[];
+int keygen_command(std::span<const std::string> args);
+
+extern const char kSignUsage[];
+int sign_command(std::span<const std::string> args);
+
+extern const char kVerifyUsage[];
+int verify_command(std::span<const std::string> args);
+
 }  // namespace kiln::tools
