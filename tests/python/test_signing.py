@@ -164,3 +164,51 @@ def test_load_policy_through_python_wrapper(signed, tmp_path):
         Module(str(path)).load({"program": {"require_signature": True}})
     assert err.value.status == "InvalidArgument"
     assert "no key is trusted" in err.value.message
+
+
+# --- end to end: a real exported model, signed, run under the policy ------------------
+
+
+def test_signed_exported_model_runs_under_policy_and_tampering_is_refused(tmp_path):
+    import numpy as np
+    import torch
+
+    import kiln
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).eval()
+    ep = torch.export.export(model, (torch.randn(3, 8),))
+    path = tmp_path / "mlp.kiln"
+    kiln.export(ep, backend="cpu", verbose=False).save(str(path))
+    assert run_cli("keygen", "--out", tmp_path / "release").returncode == 0
+    proc = run_cli("sign", path, "--key", tmp_path / "release.key")
+    assert proc.returncode == 0, proc.stderr
+
+    x = np.random.default_rng(3).standard_normal((3, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    env = dict(os.environ, KILN_REQUIRE_SIGNATURE="1", KILN_TRUSTED_KEYS=str(tmp_path / "release.pub"))
+    proc = run_cli("run", path, "--input", tmp_path / "x.npy", "--output-dir", tmp_path / "out", "--repeat", "0",
+                   env=env)
+    assert proc.returncode == 0, proc.stderr
+    (out,) = sorted((tmp_path / "out").glob("out_*.npy"))
+    with torch.no_grad():
+        expected = model(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(np.load(out), expected, rtol=1e-5, atol=1e-6)
+
+    # One flipped bit in the weights: refused at load, naming the weights entry.
+    prog = kp.load(path)
+    (method,) = prog.methods
+    weights = prog.named_data_bytes(method.weights_key)
+    data = bytearray(path.read_bytes())
+    data[bytes(data).index(weights) + len(weights) // 2] ^= 0x01
+    (tmp_path / "tampered.kiln").write_bytes(data)
+    proc = run_cli("run", tmp_path / "tampered.kiln", "--input", tmp_path / "x.npy", "--repeat", "0", env=env)
+    assert proc.returncode == 1
+    assert "refused by the signature policy" in proc.stderr
+    assert f"SHA-256 of named data '{method.weights_key}'" in proc.stderr
+
+    # Same through the load options instead of the environment (kiln run --option).
+    proc = run_cli("run", path, "--input", tmp_path / "x.npy", "--repeat", "0",
+                   "--option", "program.require_signature=true",
+                   "--option", f"program.trusted_keys_file={tmp_path / 'release.pub'}")
+    assert proc.returncode == 0, proc.stderr
