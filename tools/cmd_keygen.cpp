@@ -27,7 +27,8 @@ int keygen_command(std::span<const std::string> args) {
     std::fputs(kKeygenUsage, stdout);
     return kExitOk;
   }
-  if (!parsed.positional.empty()) return usage_error("keygen", "unexpected argument '" + parsed.positional[0] + "'", kKeygenUsage);
+  if (!parsed.positional.empty())
+    return usage_error("keygen", "unexpected argument '" + parsed.positional[0] + "'", kKeygenUsage);
   const auto stem = parsed.last("--out");
   if (!stem || stem->empty()) return usage_error("keygen", "missing --out NAME", kKeygenUsage);
 

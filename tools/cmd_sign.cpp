@@ -22,7 +22,8 @@ const char kSignUsage[] =
     "  --out FILE    write the signed program there instead of in place\n";
 
 int sign_command(std::span<const std::string> args) {
-  static constexpr OptionSpec kOptions[] = {{"--help", false}, {"--key", true}, {"--data", true}, {"--out", true}};
+  static constexpr OptionSpec kOptions[] = {
+      {"--help", false}, {"--key", true}, {"--data", true}, {"--out", true}};
   ParsedArgs parsed;
   std::string problem;
   if (!parse_args(args, kOptions, &parsed, &problem)) return usage_error("sign", problem, kSignUsage);
@@ -31,9 +32,9 @@ int sign_command(std::span<const std::string> args) {
     return kExitOk;
   }
   if (parsed.positional.size() != 1)
-    return usage_error("sign",
-                       parsed.positional.empty() ? "missing the program file" : "expected exactly one program file",
-                       kSignUsage);
+    return usage_error(
+        "sign", parsed.positional.empty() ? "missing the program file" : "expected exactly one program file",
+        kSignUsage);
   const auto key_path = parsed.last("--key");
   if (!key_path) return usage_error("sign", "missing --key SECRET.key", kSignUsage);
   const std::string& path = parsed.positional[0];

@@ -34,9 +34,10 @@ int verify_command(std::span<const std::string> args) {
     return kExitOk;
   }
   if (parsed.positional.size() != 1)
-    return usage_error("verify",
-                       parsed.positional.empty() ? "missing the program file" : "expected exactly one program file",
-                       kVerifyUsage);
+    return usage_error(
+        "verify",
+        parsed.positional.empty() ? "missing the program file" : "expected exactly one program file",
+        kVerifyUsage);
   std::vector<std::string> key_files = parsed.all("--trust");
   if (key_files.empty()) {
     const char* env = std::getenv("KILN_TRUSTED_KEYS");
@@ -46,7 +47,8 @@ int verify_command(std::span<const std::string> args) {
       list = colon == std::string_view::npos ? std::string_view() : list.substr(colon + 1);
     }
   }
-  if (key_files.empty()) return usage_error("verify", "missing --trust KEYS.pub (and KILN_TRUSTED_KEYS is not set)", kVerifyUsage);
+  if (key_files.empty())
+    return usage_error("verify", "missing --trust KEYS.pub (and KILN_TRUSTED_KEYS is not set)", kVerifyUsage);
   const std::string& path = parsed.positional[0];
 
   std::vector<PublicKey> trusted;

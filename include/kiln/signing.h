@@ -74,7 +74,8 @@ KILN_API Error write_key_pair(const KeyPair& keys, const std::string& stem);
 /// replaced. Refuses (IntegrityError) to sign a program whose named data does
 /// not match its digests.
 KILN_API Error sign_program_file(const std::string& path, const SecretKey& key,
-                                 const std::vector<std::string>& data_files = {}, const std::string& out_path = "");
+                                 const std::vector<std::string>& data_files = {},
+                                 const std::string& out_path = "");
 
 /// Checks that `program` carries a valid signature by one of `trusted` and
 /// that every named data entry matches its recorded SHA-256, i.e. that every

@@ -104,15 +104,17 @@ Error write_new_file(const std::string& path, const std::string& text, mode_t mo
   if (fd < 0) {
     const int err = errno;
     return set_error(err == EEXIST ? Error::InvalidArgument : Error::IoError,
-                     std::string(what) + " '" + path + "': " +
-                         (err == EEXIST ? "already exists (not overwritten)" : std::strerror(err)));
+                     std::string(what) + " '" + path +
+                         "': " + (err == EEXIST ? "already exists (not overwritten)" : std::strerror(err)));
   }
   // The umask may have cleared bits of `mode`; a secret key must be 0600 exactly.
-  const bool ok = ::fchmod(fd, mode) == 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const bool ok =
+      ::fchmod(fd, mode) == 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   const int err = errno;
   if (::close(fd) != 0 || !ok) {
     ::unlink(path.c_str());
-    return set_error(Error::IoError, std::string(what) + " '" + path + "': write failed: " + std::strerror(err));
+    return set_error(Error::IoError,
+                     std::string(what) + " '" + path + "': write failed: " + std::strerror(err));
   }
   return Error::Ok;
 }
@@ -129,8 +131,8 @@ Error write_all(int fd, std::span<const uint8_t> bytes) {
 
 // Writes `parts` to a temporary file next to `target` and renames it over
 // `target`: a reader sees the old file or the new one, never a mix.
-Error replace_file_atomically(const std::string& target, std::initializer_list<std::span<const uint8_t>> parts,
-                              mode_t mode) {
+Error replace_file_atomically(const std::string& target,
+                              std::initializer_list<std::span<const uint8_t>> parts, mode_t mode) {
   const size_t slash = target.rfind('/');
   const std::string dir = slash == std::string::npos ? std::string() : target.substr(0, slash + 1);
   const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
@@ -138,7 +140,8 @@ Error replace_file_atomically(const std::string& target, std::initializer_list<s
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) {
     const int err = errno;
-    return set_error(Error::IoError, "cannot create a temporary file next to '" + target + "': " + std::strerror(err));
+    return set_error(Error::IoError,
+                     "cannot create a temporary file next to '" + target + "': " + std::strerror(err));
   }
   bool ok = ::fchmod(fd, mode) == 0;
   for (auto part : parts) ok = ok && write_all(fd, part) == Error::Ok;
@@ -195,7 +198,8 @@ Result<std::vector<PublicKey>> parse_public_keys(std::string_view text, std::str
     const std::string at = std::string(source) + " line " + std::to_string(number);
     auto [tag, key_hex] = tag_and_key(line);
     if (tag == kSecretTag)
-      return set_error(Error::InvalidArgument, at + " holds a secret key; trust the matching .pub file instead");
+      return set_error(Error::InvalidArgument,
+                       at + " holds a secret key; trust the matching .pub file instead");
     if (tag != kPublicTag)
       return set_error(Error::InvalidArgument,
                        at + " does not start with '" + std::string(kPublicTag) + "' (not a Kiln public key)");
@@ -219,7 +223,8 @@ Result<SecretKey> parse_secret_key(std::string_view text, std::string_view sourc
     if (tag != kSecretTag)
       return set_error(Error::InvalidArgument,
                        at + " does not start with '" + std::string(kSecretTag) + "' (not a Kiln secret key)");
-    if (++found > 1) return set_error(Error::InvalidArgument, at + ": a secret key file holds exactly one key");
+    if (++found > 1)
+      return set_error(Error::InvalidArgument, at + ": a secret key file holds exactly one key");
     if (!parse_hex32(key_hex, &secret.seed))
       return set_error(Error::InvalidArgument, at + ": the key is not 64 hex digits");
     return Error::Ok;
@@ -249,14 +254,16 @@ Error write_key_pair(const KeyPair& keys, const std::string& stem) {
   for (const std::string& path : {secret_path, public_path})
     if (::access(path.c_str(), F_OK) == 0)
       return set_error(Error::InvalidArgument, "key file '" + path + "' already exists (not overwritten)");
-  KILN_RETURN_IF_ERROR(write_new_file(secret_path, format_secret_key(keys.secret_key, name), 0600, "secret key file"));
-  const Error error = write_new_file(public_path, format_public_key(keys.public_key, name), 0644, "public key file");
+  KILN_RETURN_IF_ERROR(
+      write_new_file(secret_path, format_secret_key(keys.secret_key, name), 0600, "secret key file"));
+  const Error error =
+      write_new_file(public_path, format_public_key(keys.public_key, name), 0644, "public key file");
   if (error != Error::Ok) ::unlink(secret_path.c_str());
   return error;
 }
 
-Error sign_program_file(const std::string& path, const SecretKey& key, const std::vector<std::string>& data_files,
-                        const std::string& out_path) {
+Error sign_program_file(const std::string& path, const SecretKey& key,
+                        const std::vector<std::string>& data_files, const std::string& out_path) {
   KILN_RETURN_IF_ERROR(init_sodium());
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const ProgramFile> program, ProgramFile::open(path, data_files));
   // A signature vouches for the digests; refuse to vouch for bytes that already fail them.
@@ -269,8 +276,8 @@ Error sign_program_file(const std::string& path, const SecretKey& key, const std
   std::array<uint8_t, crypto_sign_ed25519_SECRETKEYBYTES> expanded{};
   crypto_sign_ed25519_seed_keypair(trailer.public_key.data(), expanded.data(), key.seed.data());
   const std::vector<uint8_t> message = pf::signature_message(program->header_bytes());
-  const int rc =
-      crypto_sign_ed25519_detached(trailer.signature.data(), nullptr, message.data(), message.size(), expanded.data());
+  const int rc = crypto_sign_ed25519_detached(trailer.signature.data(), nullptr, message.data(),
+                                              message.size(), expanded.data());
   sodium_memzero(expanded.data(), expanded.size());
   if (rc != 0) return set_error(Error::Internal, "Ed25519 signing failed");
 
@@ -282,24 +289,27 @@ Error sign_program_file(const std::string& path, const SecretKey& key, const std
   const auto encoded = pf::encode_signature_trailer(trailer);
   // content_bytes() leaves out an existing trailer, so re-signing replaces it.
   return replace_file_atomically(out_path.empty() ? path : out_path,
-                                 {program->content_bytes(), std::span<const uint8_t>(encoded)}, st.st_mode & 07777);
+                                 {program->content_bytes(), std::span<const uint8_t>(encoded)},
+                                 st.st_mode & 07777);
 }
 
 Error verify_signed_program(const ProgramFile& program, std::span<const PublicKey> trusted) {
   KILN_RETURN_IF_ERROR(init_sodium());
   if (trusted.empty())
-    return set_error(Error::InvalidArgument, "no trusted public keys were given to check the signature against");
+    return set_error(Error::InvalidArgument,
+                     "no trusted public keys were given to check the signature against");
   const ProgramSignature* signature = program.signature();
   if (!signature)
-    return set_error(Error::IntegrityError, "the program is not signed (no signature trailer after its last segment)");
+    return set_error(Error::IntegrityError,
+                     "the program is not signed (no signature trailer after its last segment)");
   if (signature->algorithm != pf::kSignatureEd25519)
     return set_error(Error::NotSupported, "the program is signed with algorithm " +
                                               std::to_string(signature->algorithm) +
                                               ", which this build of Kiln does not know (1 = Ed25519)");
   if (std::find(trusted.begin(), trusted.end(), signature->public_key) == trusted.end())
-    return set_error(Error::IntegrityError, "the program is signed by key " + public_key_hex(signature->public_key) +
-                                                ", which is not one of the " + std::to_string(trusted.size()) +
-                                                " trusted keys");
+    return set_error(Error::IntegrityError,
+                     "the program is signed by key " + public_key_hex(signature->public_key) +
+                         ", which is not one of the " + std::to_string(trusted.size()) + " trusted keys");
   const std::vector<uint8_t> message = pf::signature_message(program.header_bytes());
   if (crypto_sign_ed25519_verify_detached(signature->signature.data(), message.data(), message.size(),
                                           signature->public_key.data()) != 0)

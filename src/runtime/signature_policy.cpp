@@ -15,8 +15,8 @@ constexpr std::string_view kTrustedKeys = "trusted_keys";
 constexpr std::string_view kTrustedKeysFile = "trusted_keys_file";
 
 Error wrong_type(std::string_view key, const char* expected) {
-  return set_error(Error::InvalidArgument, "load option '" + std::string(kProgramOptions) + "." + std::string(key) +
-                                               "' must be a " + expected);
+  return set_error(Error::InvalidArgument, "load option '" + std::string(kProgramOptions) + "." +
+                                               std::string(key) + "' must be a " + expected);
 }
 
 // Appends the keys of every file in a ':'-separated list.
@@ -48,8 +48,9 @@ Result<SignaturePolicy> SignaturePolicy::from(const BackendOptions* program_opti
         if (!std::holds_alternative<std::string>(value)) return wrong_type(key, "string");
         (key == kTrustedKeys ? inline_keys : key_files) = std::get<std::string>(value);
       } else {
-        return set_error(Error::InvalidArgument, "unknown load option '" + std::string(kProgramOptions) + "." + key +
-                                                     "' (known: require_signature, trusted_keys, trusted_keys_file)");
+        return set_error(Error::InvalidArgument,
+                         "unknown load option '" + std::string(kProgramOptions) + "." + key +
+                             "' (known: require_signature, trusted_keys, trusted_keys_file)");
       }
     }
   }

@@ -2,6 +2,7 @@
 // be signed by a trusted key, and which keys are trusted. It comes from the
 // "program" load options (kiln/module.h) and from the environment:
 //   KILN_REQUIRE_SIGNATURE=1        require a trusted signature for every program
+//                                   (any value but "" or "0" requires: fail closed)
 //   KILN_TRUSTED_KEYS=a.pub:b.pub   trusted-keys files (':'-separated)
 // The environment can only tighten a policy: options cannot switch off a
 // requirement it sets, and its keys are added to those given as options.

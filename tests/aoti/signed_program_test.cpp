@@ -192,8 +192,10 @@ TEST(SignedProgram, FlippedHeaderBytesAreRefused) {
     write_file(f.path, bytes);
     const size_t objects = loaded_objects();
     Module module(f.path);
-    EXPECT_NE(module.load(trust(format_public_key(f.keys.public_key))), Error::Ok) << "header byte " << offset;
-    EXPECT_NE(last_error_message().find("program file '" + f.path + "'"), std::string::npos) << last_error_message();
+    EXPECT_NE(module.load(trust(format_public_key(f.keys.public_key))), Error::Ok)
+        << "header byte " << offset;
+    EXPECT_NE(last_error_message().find("program file '" + f.path + "'"), std::string::npos)
+        << last_error_message();
     EXPECT_EQ(loaded_objects(), objects);
   }
 }
@@ -207,7 +209,8 @@ TEST(SignedProgram, WithoutPolicyALibraryDigestIsStillCheckedBeforeDlopen) {
   Module module(f.path);
   ASSERT_EQ(module.load(), Error::Ok) << last_error_message();  // digests are checked lazily
   EXPECT_EQ(module.load_method("forward"), Error::IntegrityError);
-  EXPECT_NE(last_error_message().find("SHA-256 of named data 'lib'"), std::string::npos) << last_error_message();
+  EXPECT_NE(last_error_message().find("SHA-256 of named data 'lib'"), std::string::npos)
+      << last_error_message();
   EXPECT_EQ(loaded_objects(), objects);
 }
 
@@ -226,7 +229,8 @@ TEST(SignedProgram, TrustedKeysFileOption) {
   options.set_options(kProgramOptions, program);
   Module missing(f.path);
   EXPECT_EQ(missing.load(options), Error::NotFound);  // an unreadable trust file fails closed
-  EXPECT_NE(last_error_message().find("program.trusted_keys_file"), std::string::npos) << last_error_message();
+  EXPECT_NE(last_error_message().find("program.trusted_keys_file"), std::string::npos)
+      << last_error_message();
   program.set("trusted_keys_file", keys_file);
   options.set_options(kProgramOptions, program);
   Module module(f.path);

@@ -3,6 +3,8 @@
 // signature protects (header, library, weights, external data, signature,
 // signer key). The load-time policy is tested with a real library in
 // tests/aoti/signed_program_test.cpp.
+#include "kiln/signing.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -10,7 +12,6 @@
 #include <filesystem>
 
 #include "kiln/program_file.h"
-#include "kiln/signing.h"
 #include "program/file_format.h"
 #include "program/program_writer.h"
 #include "program/signature.h"
@@ -113,7 +114,8 @@ TEST(SigningKeys, FormatAndParseRoundTrip) {
 TEST(SigningKeys, SeveralKeysInOneTrustFile) {
   auto a = generate_key_pair(), b = generate_key_pair();
   ASSERT_TRUE(a.ok() && b.ok());
-  auto parsed = parse_public_keys(format_public_key(a->public_key) + format_public_key(b->public_key, "b"), "t");
+  auto parsed =
+      parse_public_keys(format_public_key(a->public_key) + format_public_key(b->public_key, "b"), "t");
   ASSERT_TRUE(parsed.ok()) << message();
   EXPECT_EQ(*parsed, (std::vector<PublicKey>{a->public_key, b->public_key}));
 }
@@ -124,16 +126,18 @@ TEST(SigningKeys, MalformedKeyTextIsNamed) {
   EXPECT_EQ(parse_public_keys("", "empty.pub").error(), Error::InvalidArgument);
   EXPECT_NE(message().find("empty.pub holds no public key"), std::string::npos) << message();
   EXPECT_EQ(parse_public_keys("ssh-ed25519 AAAA\n", "x.pub").error(), Error::InvalidArgument);
-  EXPECT_NE(message().find("x.pub line 1 does not start with 'kiln-ed25519-public'"), std::string::npos) << message();
+  EXPECT_NE(message().find("x.pub line 1 does not start with 'kiln-ed25519-public'"), std::string::npos)
+      << message();
   EXPECT_EQ(parse_public_keys("\nkiln-ed25519-public abcd\n", "x.pub").error(), Error::InvalidArgument);
   EXPECT_NE(message().find("x.pub line 2: the key is not 64 hex digits"), std::string::npos) << message();
   EXPECT_EQ(parse_public_keys(format_secret_key(keys->secret_key), "s.pub").error(), Error::InvalidArgument);
   EXPECT_NE(message().find("holds a secret key"), std::string::npos) << message();
   EXPECT_EQ(parse_secret_key(format_public_key(keys->public_key), "p.key").error(), Error::InvalidArgument);
   EXPECT_NE(message().find("not a Kiln secret key"), std::string::npos) << message();
-  EXPECT_EQ(parse_secret_key(format_secret_key(keys->secret_key) + format_secret_key(keys->secret_key), "two.key")
-                .error(),
-            Error::InvalidArgument);
+  EXPECT_EQ(
+      parse_secret_key(format_secret_key(keys->secret_key) + format_secret_key(keys->secret_key), "two.key")
+          .error(),
+      Error::InvalidArgument);
   EXPECT_NE(message().find("exactly one key"), std::string::npos) << message();
   std::string bad_hex = format_secret_key(keys->secret_key);
   bad_hex[std::string("kiln-ed25519-secret ").size()] = 'g';
