@@ -175,6 +175,9 @@ Result<KeyPair> generate_key_pair() {
 }
 
 PublicKey public_key_of(const SecretKey& secret) {
+  // libsodium asks for sodium_init() before any other call. Deriving a key needs
+  // no randomness, nothing init could fail to set up, so its status is not reported.
+  (void)init_sodium();
   PublicKey public_key{};
   std::array<uint8_t, crypto_sign_ed25519_SECRETKEYBYTES> expanded{};
   crypto_sign_ed25519_seed_keypair(public_key.data(), expanded.data(), secret.seed.data());
