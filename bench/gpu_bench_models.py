@@ -14,8 +14,8 @@ not depend on their values, and the machine has no network to fetch real ones.
                      projected once per utterance as a real decoder loop does).
   parakeet_encoder   FastConformer encoder + CTC head over 10 s of audio (1000 mel
                      frames of 128 bins, 8x subsampling), d 512, 12 layers, 8 heads.
-  gemma3_decode      a Gemma3-like text decoder of about 1.1 B parameters (exact count in
-                     the results) in bf16: hidden 2048, 18 layers, 8 query heads and 1
+  gemma3_decode      a Gemma3-like text decoder of 1,143,106,560 parameters (2.29 GB in
+                     bf16): hidden 2048, 18 layers, 8 query heads and 1
                      KV head of dim 256, MLP 8192, vocab 32768 (tied embedding),
                      sliding window 512 on 5 of every 6 layers. One token at batch 1
                      over a 1024-token KV cache.

@@ -3,7 +3,7 @@
 Pure functions over the JSON-able results (no torch), so they are unit-tested on any
 machine and can re-render a report from a saved gpu_bench.json:
 
-    python3 bench/gpu_bench_report.py gpu_bench.json > gpu_bench.md
+    python3 bench/gpu_bench_report.py a/gpu_bench.json b/gpu_bench.json --json-out all.json > all.md
 """
 
 from __future__ import annotations
@@ -166,10 +166,11 @@ def markdown(results: dict) -> str:
         for engine in ("kiln", "aoti"):
             row = (m.get("engines") or {}).get(engine) or {}
             if row.get("load_s") and w:
-                loads.append([name, engine, f"{w / 1e9:.3f}", _f(row["load_s"]), _f(w / row["load_s"] / 1e9, "{:.2f}")])
+                loads.append([name, engine, f"{w / 1e9:.3f}", _f(row["load_s"]), _f(w / row["load_s"] / 1e9, "{:.2f}"),
+                              _f(row.get("first_call_s"))])
     if loads:
         parts += ["", "## Weight loading (Module(path) + load() / aoti_load_package)", ""]
-        parts.append(_table(["model", "engine", "weights GB", "load s", "GB/s"], loads))
+        parts.append(_table(["model", "engine", "weights GB", "load s", "GB/s", "first call s"], loads))
     if cli:
         parts += ["", "## kiln run CLI (C++; host inputs copied in, outputs out, every call)", ""]
         parts.append(_table(["model", "median ms", "load ms", "error"], cli))
@@ -191,7 +192,50 @@ def markdown(results: dict) -> str:
     return "\n".join(parts) + "\n"
 
 
-if __name__ == "__main__":
-    data = json.loads(open(sys.argv[1]).read())
+# Config keys that must agree for two result files to be merged.
+SAME_RUN_KEYS = ("device", "tiny", "dtype", "mode")
+
+
+def load_compatible(path, config: dict) -> dict | None:
+    """The results saved at `path` if they were measured with the same device, size,
+    dtype and mode as `config`; None otherwise (or if there are none)."""
+    try:
+        data = json.loads(open(path).read())
+    except (OSError, ValueError):
+        return None
+    old = data.get("config") or {}
+    return data if all(old.get(k) == config.get(k) for k in SAME_RUN_KEYS) else None
+
+
+def merge(files: list[dict]) -> dict:
+    """Later files' models, exports and bandwidth override earlier ones'."""
+    out: dict = {}
+    for data in files:
+        for key, value in data.items():
+            if key in ("models", "exports"):
+                out.setdefault(key, {}).update(value or {})
+            elif key == "commands":
+                out[key] = out.get(key, []) + [c for c in value or [] if c not in out.get(key, [])]
+            elif value is not None:
+                out[key] = value
+    return out
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("json", nargs="+", help="gpu_bench.json files, merged left to right")
+    ap.add_argument("--json-out", help="write the merged results here")
+    args = ap.parse_args(argv)
+    data = merge([json.loads(open(p).read()) for p in args.json])
     data["targets"] = targets(data)
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(data, f, indent=1)
     sys.stdout.write(markdown(data))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
