@@ -22,10 +22,9 @@ Run phase: each model runs in its own subprocess (a crash or OOM costs one model
 memory numbers start clean). Per engine, per input point: --warmup calls, then
 --iters calls, each timed alone (CUDA events recorded around the call on the current
 stream, then synchronised; on CPU, the wall clock): p50, p90, mean, throughput
-(items per second at the mean), peak GPU memory (torch engines: the caching
-allocator's peak above what was allocated before the engine existed, plus the
-eager module's weights for eager/compile; Kiln: its memory pool's peak through the
-CUDA plugin), load time and weight GB/s. Inputs are on the device before timing and
+(items per second at the mean), GPU memory (the drop in free device memory from
+before the engine was created to after its runs, and the peak its allocator reports:
+see memory_row), load time and weight GB/s. Inputs are on the device before timing and
 outputs stay there (Kiln: keep_outputs_on_device), and Kiln's time includes its
 Python wrapper (DLPack in and out). Also per model: `kiln run --repeat` (the C++ CLI,
 which makes random inputs on the host and so copies inputs in and outputs out every
@@ -129,6 +128,7 @@ def is_cached(workdir: Path, name: str, args) -> bool:
 def export_model(name: str, args) -> dict:
     """Worker: exports one model as .kiln and .pt2 from one ExportedProgram."""
     import kiln
+    from kiln.exporter.aoti_backend import _graph_uses_any
 
     result = {"model": name, "error": None}
     p = paths_for(Path(args.workdir), name)
@@ -156,7 +156,7 @@ def export_model(name: str, args) -> dict:
         t0 = time.perf_counter()
         pt2_ep = backend.prepare_program(ep, specs)
         table = backend.decomposition_table(specs)
-        if table:
+        if table and _graph_uses_any(ep, table):
             with backend.extra_compile_context(specs):
                 pt2_ep = pt2_ep.run_decompositions(table)
         options = {k: v for k, v in backend.aoti_compile_options(specs).items() if k not in _KILN_PACKING_OPTIONS}
@@ -298,8 +298,9 @@ class KilnCuda:
     table (the plugin libkiln has already loaded: dlopen returns the same handle)."""
 
     def __init__(self):
-        from kiln.runtime import library_path
+        from kiln.runtime import library_path, version
 
+        version()  # loads libkiln (RTLD_GLOBAL) first: the plugin resolves its symbols there
         path = Path(os.environ.get("KILN_CUDA_PLUGIN") or Path(library_path()).parent / "libkiln_cuda.so")
         lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
         fn = lib.kiln_cuda_plugin_api
@@ -459,18 +460,7 @@ def run_engine(engine_name: str, bm, paths, args, timer, reference, kcuda) -> di
             log(f"  {engine_name:11s} {point:22s} p50 {res['p50_ms']:9.3f} ms  p90 {res['p90_ms']:9.3f} ms  "
                 f"err {res['max_rel_err_vs_eager']:.1e}")
         if cuda:
-            torch.cuda.synchronize()
-            row["device_used_mb"] = (free_before - _device_free(args.device)) / 2**20
-            if engine_name.startswith("kiln"):
-                s = kcuda().stats()
-                row["peak_gpu_mb"] = s.peak_bytes_in_use / 2**20
-                row["peak_note"] = "Kiln memory pool peak (weights, activations, outputs)"
-            else:
-                peak = torch.cuda.max_memory_allocated() - base_alloc
-                if engine_name in ("eager", "compile"):
-                    peak += models.param_bytes(bm.module)  # allocated before the baseline
-                row["peak_gpu_mb"] = peak / 2**20
-                row["peak_note"] = "torch caching allocator peak above the inputs"
+            row.update(memory_row(engine_name, bm, free_before, base_alloc, kcuda))
     except Exception as e:
         row["error"] = f"{type(e).__name__}: {e}"[:3000]
         log(f"  {engine_name}: ERROR {row['error'].splitlines()[0]}")
@@ -482,6 +472,30 @@ def run_engine(engine_name: str, bm, paths, args, timer, reference, kcuda) -> di
         if cuda:
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
+    return row
+
+
+def memory_row(engine_name, bm, free_before, base_alloc, kcuda) -> dict:
+    """GPU memory of one engine after its runs.
+
+    device_used_mb: free device memory before the engine was created minus after its
+    runs. Both allocators keep what they freed cached (torch's caching allocator; Kiln's
+    pool has no release threshold), so this is the engine's high-water mark including
+    memory no allocator reports: AOTInductor allocates a model's constants with
+    cudaMalloc directly, in the loader and in Kiln alike, and kernels loaded into the
+    context. allocator_peak_mb: the peak the engine's allocator reports (torch's above
+    the baseline, Kiln's pool), which misses those."""
+    torch.cuda.synchronize()
+    row = {"device_used_mb": (free_before - _device_free("cuda")) / 2**20}
+    shared_weights = models.param_bytes(bm.module) if engine_name in ("eager", "compile") else 0
+    row["device_used_mb"] += shared_weights / 2**20  # eager weights were there before the baseline
+    try:
+        if engine_name.startswith("kiln"):
+            row["allocator_peak_mb"] = kcuda().stats().peak_bytes_in_use / 2**20
+        else:
+            row["allocator_peak_mb"] = (torch.cuda.max_memory_allocated() - base_alloc + shared_weights) / 2**20
+    except Exception as e:  # a missing statistic must not cost the timings
+        row["allocator_peak_error"] = f"{type(e).__name__}: {e}"
     return row
 
 

@@ -111,23 +111,24 @@ def markdown(results: dict) -> str:
     rows = []
     for name, m in (results.get("models") or {}).items():
         if m.get("error"):
-            rows.append([name, "", "ERROR", m["error"].splitlines()[0][:160], "", "", "", "", "", ""])
+            rows.append([name, "", "ERROR", m["error"].splitlines()[0][:160], "", "", "", "", "", "", ""])
             continue
         for point in m.get("headline") or []:
             aoti = _p50(m, "aoti", point)
             for engine, row in (m.get("engines") or {}).items():
                 if row.get("error"):
                     rows.append([name, point, engine, "error: " + row["error"].splitlines()[0][:120],
-                                 "", "", "", "", "", ""])
+                                 "", "", "", "", "", "", ""])
                     continue
                 r = (row.get("points") or {}).get(point) or {}
                 ratio = r.get("p50_ms") / aoti if r.get("p50_ms") and aoti else None
                 rows.append([name, point, engine, _f(r.get("p50_ms")), _f(r.get("p90_ms")),
                              _f(r.get("throughput"), "{:.1f}") + f" {m.get('item_unit', '')}/s",
-                             _f(row.get("peak_gpu_mb"), "{:.0f}"), _f(row.get("load_s")), _f(ratio, "{:.2f}x"),
+                             _f(row.get("device_used_mb"), "{:.0f}"), _f(row.get("allocator_peak_mb"), "{:.0f}"),
+                             _f(row.get("load_s")), _f(ratio, "{:.2f}x"),
                              _f(r.get("max_rel_err_vs_eager"), "{:.1e}")])
-    parts.append(_table(["model", "input", "engine", "p50 ms", "p90 ms", "throughput", "peak GPU MB", "load s",
-                         "p50 / AOTI loader", "max rel err vs eager"], rows))
+    parts.append(_table(["model", "input", "engine", "p50 ms", "p90 ms", "throughput", "GPU MB (device)",
+                         "GPU MB (allocator)", "load s", "p50 / AOTI loader", "max rel err vs eager"], rows))
     tg = results.get("targets") or []
     if tg:
         parts += ["", "## Targets", ""]
