@@ -46,15 +46,12 @@ Smoke mode (CPU, tiny configs; keeps the harness honest on a machine without a G
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
 import contextlib
 import ctypes
 import json
-import multiprocessing
 import os
 import platform
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -183,22 +180,43 @@ def export_phase(names: list[str], args) -> dict[str, dict]:
             todo.append(name)
     if not todo:
         return done
-    log(f"exporting {', '.join(todo)} with {args.jobs} worker(s)")
+    log(f"exporting {', '.join(todo)} with {args.jobs} worker process(es)")
     start = time.perf_counter()
-    ctx = multiprocessing.get_context("spawn")
     # The biggest models first: they bound the wall time.
-    order = sorted(todo, key=lambda n: 0 if n.startswith("gemma") else 1)
-    with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
-        futures = {pool.submit(export_model, n, args): n for n in order}
-        for fut in concurrent.futures.as_completed(futures):
-            n = futures[fut]
-            try:
-                done[n] = fut.result()
-            except Exception as e:  # the worker died (segfault, OOM kill)
-                done[n] = {"model": n, "error": f"export worker died: {e}"}
-            state = "ok" if done[n].get("error") is None else done[n]["error"].splitlines()[0]
-            log(f"[{time.perf_counter() - start:5.0f}s] exported {n}: {state}")
+    queue = sorted(todo, key=lambda n: 0 if n.startswith("gemma") else 1)
+    running: dict[str, tuple[subprocess.Popen, Path]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        while queue or running:
+            while queue and len(running) < args.jobs:
+                n = queue.pop(0)
+                result_path = Path(tmp) / f"{n}.json"
+                running[n] = (subprocess.Popen(child_cmd(args, "--_export", n, result_path)), result_path)
+            time.sleep(1)
+            for n, (proc, result_path) in list(running.items()):
+                if proc.poll() is None:
+                    if time_left(args) > 0:
+                        continue
+                    proc.kill()  # past --budget-s: the next invocation exports it again
+                    proc.wait()
+                    done[n] = {"model": n, "error": f"export not finished within --budget-s {args.budget_s:g}; "
+                                                    "run the same command again (finished exports are cached)"}
+                elif result_path.exists():
+                    done[n] = json.loads(result_path.read_text())
+                else:
+                    done[n] = {"model": n, "error": f"export process exited {proc.returncode} (crash or OOM kill)"}
+                del running[n]
+                state = "ok" if done[n].get("error") is None else done[n]["error"].splitlines()[0]
+                log(f"[{time.perf_counter() - start:5.0f}s] exported {n}: {state}")
+            if time_left(args) <= 0:
+                for n in queue:
+                    done[n] = {"model": n, "error": "export not started within --budget-s; run the command again"}
+                queue = []
     return done
+
+
+def time_left(args) -> float:
+    """Seconds left of --budget-s for this invocation."""
+    return args.budget_s - (time.monotonic() - args.started)
 
 
 # ------------------------------------------------------------------------------ timing
@@ -468,7 +486,6 @@ def run_engine(engine_name: str, bm, paths, args, timer, reference, kcuda) -> di
     finally:
         if engine is not None:
             engine.close()
-        del engine
         if cuda:
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
@@ -734,8 +751,6 @@ def bandwidth(args) -> dict:
            "d2d_GBps_p50": 2 * size / (d2d["p50_ms"] * 1e-3) / 1e9,
            "h2d_pinned_bytes": size // 2, "h2d_pinned_GBps": (size // 2) / (h2d["min_ms"] * 1e-3) / 1e9,
            "h2d_pinned_GBps_p50": (size // 2) / (h2d["p50_ms"] * 1e-3) / 1e9}
-    del src, dst, host, dev
-    torch.cuda.empty_cache()
     return res
 
 
@@ -744,22 +759,23 @@ def bandwidth(args) -> dict:
 
 def executorch_status() -> dict:
     """Whether ExecuTorch's CUDA backend could run here (see docs/benchmarks.md)."""
-    try:
-        import executorch  # noqa: F401
-        from executorch.extension.pybindings import portable_lib as lib  # noqa: F401
-    except Exception as e:
+    import importlib.util
+
+    if importlib.util.find_spec("executorch") is None:
         return {"available": False,
-                "reason": f"executorch is not importable here ({type(e).__name__}: {e}). The PyPI wheel "
-                          "(executorch 1.5.1, 18.9 MB) is a '+cpu' build: its runtime has no CUDA backend, "
-                          "and it needs torchao/pytorch-tokenizers/... that the GPU machine lacks; a CUDA "
-                          "build is not on PyPI and the GPU machine has no network. See docs/benchmarks.md."}
-    return {"available": False,
-            "reason": "executorch is importable but this harness does not drive its CUDA backend yet"}
+                "reason": "executorch is not installed here. The PyPI wheel (executorch 1.5.1, 18.9 MB) is a "
+                          "'+cpu' build whose runtime has no CUDA backend, and it needs torchao, "
+                          "pytorch-tokenizers and more that the GPU machine lacks; no CUDA build is on PyPI and "
+                          "the GPU machine has no network. See docs/benchmarks.md."}
+    return {"available": False, "reason": "executorch is installed, but this harness does not drive its CUDA "
+                                          "backend (no CUDA-enabled ExecuTorch runtime was available to test with)"}
 
 
-def child_cmd(args, name: str, result_path: Path) -> list[str]:
-    cmd = [sys.executable, __file__, "--_child", name, "--_result", str(result_path)]
-    for key in ("device", "dtype", "mode", "workdir", "iters", "warmup", "compile_mode", "kiln_stream", "cold_runs"):
+def child_cmd(args, role: str, name: str, result_path: Path) -> list[str]:
+    """This script as a worker: role "--_export" or "--_run" for model `name`."""
+    cmd = [sys.executable, __file__, role, name, "--_result", str(result_path)]
+    for key in ("device", "dtype", "mode", "workdir", "iters", "warmup", "compile_mode", "kiln_stream", "cold_runs",
+                "budget_s"):
         cmd += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
     cmd += ["--engines", ",".join(args.engines), "--cold-models", ",".join(args.cold_models),
             "--concurrency-models", ",".join(args.concurrency_models),
@@ -795,9 +811,14 @@ def parse_args(argv=None):
     ap.add_argument("--cold-models", default="transformer_block,gemma3_decode")
     ap.add_argument("--concurrency-models", default="transformer_block,gemma3_decode")
     ap.add_argument("--threads", default="1,2,4,8")
-    ap.add_argument("--_child", help=argparse.SUPPRESS)
+    ap.add_argument("--budget-s", type=float, default=540,
+                    help="stop starting work after this many seconds and kill what runs past it, so the JSON is "
+                         "written before an outer time limit (default 540); rerun to finish")
+    ap.add_argument("--_export", help=argparse.SUPPRESS)
+    ap.add_argument("--_run", help=argparse.SUPPRESS)
     ap.add_argument("--_result", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    args.started = time.monotonic()
     args.engines = [e for e in args.engines.split(",") if e]
     unknown = [e for e in args.engines if e not in ENGINES + ("kiln_cli",)]
     if unknown:
@@ -819,11 +840,14 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    if args._child:
+    if args._export:
+        Path(args._result).write_text(json.dumps(export_model(args._export, args), indent=1, default=str))
+        return 0
+    if args._run:
         try:
-            result = run_model(args._child, args)
+            result = run_model(args._run, args)
         except Exception as e:
-            result = {"model": args._child, "error": f"{type(e).__name__}: {e}"[:3000]}
+            result = {"model": args._run, "error": f"{type(e).__name__}: {e}"[:3000]}
             traceback.print_exc()
         Path(args._result).write_text(json.dumps(result, indent=1, default=str))
         return 0
@@ -831,7 +855,7 @@ def main(argv=None) -> int:
         print("gpu_bench: torch sees no GPU (use --device cpu --tiny for the smoke test)", file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
-    results = {"config": {k: v for k, v in vars(args).items() if not k.startswith("_")},
+    results = {"config": {k: v for k, v in vars(args).items() if not k.startswith("_") and k != "started"},
                "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:]) if argv is None else None,
                "machine": machine_info(args), "executorch": executorch_status(), "exports": {}, "models": {}}
     json_path, md_path = Path(args.out) / "gpu_bench.json", Path(args.out) / "gpu_bench.md"
@@ -860,6 +884,8 @@ def main(argv=None) -> int:
     if args.phase in ("run", "all"):
         log("measuring bandwidths")
         results["bandwidth"] = bandwidth(args)
+        if args.device == "cuda":
+            torch.cuda.empty_cache()  # the copy buffers, freed when bandwidth() returned
         log(f"  {results['bandwidth']}")
         save()
         for name in args.model_list:
@@ -874,11 +900,21 @@ def main(argv=None) -> int:
             log(f"run {name}")
             with tempfile.TemporaryDirectory() as tmp:
                 result_path = Path(tmp) / "result.json"
-                proc = subprocess.run(child_cmd(args, name, result_path))
+                if time_left(args) < 20:
+                    results["models"][name] = {"model": name, "error": "not run within --budget-s; run it again "
+                                                                      f"with --phase run --models {name}"}
+                    log(f"run {name}: skipped, --budget-s spent")
+                    save()
+                    continue
+                try:
+                    proc = subprocess.run(child_cmd(args, "--_run", name, result_path), timeout=time_left(args))
+                    code = proc.returncode
+                except subprocess.TimeoutExpired:
+                    code = "killed: past --budget-s"
                 if result_path.exists():
                     results["models"][name] = json.loads(result_path.read_text())
                 else:
-                    results["models"][name] = {"model": name, "error": f"run process exited {proc.returncode}"}
+                    results["models"][name] = {"model": name, "error": f"run process exited {code}"}
             results["targets"] = report.targets(results)
             save()
             log(f"run {name}: done; results in {json_path}")
