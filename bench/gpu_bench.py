@@ -111,15 +111,22 @@ def paths_for(workdir: Path, name: str) -> dict[str, Path]:
     return {"kiln": workdir / f"{name}.kiln", "pt2": workdir / f"{name}.pt2", "stamp": workdir / f"{name}.stamp.json"}
 
 
-def is_cached(workdir: Path, name: str, args) -> bool:
-    p = paths_for(workdir, name)
-    if not (p["kiln"].exists() and p["pt2"].exists() and p["stamp"].exists()):
-        return False
+def read_stamp(workdir: Path, name: str, args) -> dict | None:
+    """The stamp of this model's exports if they were made with the current settings."""
     try:
-        stamp = json.loads(p["stamp"].read_text())
-    except ValueError:
-        return False
-    return {k: stamp.get(k) for k in export_stamp(name, args)} == export_stamp(name, args)
+        stamp = json.loads(paths_for(workdir, name)["stamp"].read_text())
+    except (OSError, ValueError):
+        return None
+    want = export_stamp(name, args)
+    return stamp if {k: stamp.get(k) for k in want} == want else None
+
+
+def is_cached(workdir: Path, name: str, args, need_pt2: bool = True) -> bool:
+    """Exported with the current settings: the .kiln at least, and the .pt2 if need_pt2
+    (the run phase times a model whose .pt2 failed without the loader)."""
+    stamp = read_stamp(workdir, name, args)
+    p = paths_for(workdir, name)
+    return bool(stamp) and p["kiln"].exists() and (not need_pt2 or (stamp.get("pt2_done") and p["pt2"].exists()))
 
 
 def export_model(name: str, args) -> dict:
@@ -148,6 +155,8 @@ def export_model(name: str, args) -> dict:
         program = kiln.export({"forward": ep}, backend=backend, compile_specs=specs, verbose=False)
         program.save(str(p["kiln"]))
         result["kiln_export_s"] = time.perf_counter() - t0
+        p["pt2"].unlink(missing_ok=True)
+        p["stamp"].write_text(json.dumps({**export_stamp(name, args), **result, "pt2_done": False}, indent=1))
 
         # The .pt2 from the same graph, prepared the way the Kiln backend prepares it.
         t0 = time.perf_counter()
@@ -161,10 +170,12 @@ def export_model(name: str, args) -> dict:
         with torch.no_grad(), backend.extra_compile_context(specs):
             torch._inductor.aoti_compile_and_package(pt2_ep, package_path=str(p["pt2"]), inductor_configs=options)
         result["aoti_export_s"] = time.perf_counter() - t0
-        p["stamp"].write_text(json.dumps({**export_stamp(name, args), **result}, indent=1))
+        p["stamp"].write_text(json.dumps({**export_stamp(name, args), **result, "pt2_done": True}, indent=1))
     except Exception as e:  # one broken model must not hide the others
         result["error"] = f"export: {type(e).__name__}: {e}"[:3000]
         traceback.print_exc()
+        if read_stamp(Path(args.workdir), name, args):  # the .kiln was made: keep why the .pt2 was not
+            p["stamp"].write_text(json.dumps({**export_stamp(name, args), **result, "pt2_done": False}, indent=1))
     return result
 
 
@@ -393,7 +404,9 @@ class KilnEngine(Engine):
 class AotiEngine(Engine):
     name = "aoti"
 
-    def __init__(self, path):
+    def __init__(self, path, stamp):
+        if not stamp.get("pt2_done"):
+            raise RuntimeError(f"no .pt2 package: {stamp.get('error') or 'not exported'}")
         t0 = time.perf_counter()
         self.runner = torch._inductor.aoti_load_package(str(path))
         self.load_s = time.perf_counter() - t0
@@ -429,7 +442,7 @@ def _device_free(device: str) -> int:
     return torch.cuda.mem_get_info()[0] if device == "cuda" else 0
 
 
-def run_engine(engine_name: str, bm, paths, args, timer, reference, kcuda) -> dict:
+def run_engine(engine_name: str, bm_name: str, bm, paths, args, timer, reference, kcuda) -> dict:
     """Loads one engine, checks its output against eager, times every point."""
     row: dict = {"engine": engine_name, "error": None, "points": {}}
     cuda = args.device == "cuda"
@@ -439,15 +452,17 @@ def run_engine(engine_name: str, bm, paths, args, timer, reference, kcuda) -> di
             torch.cuda.synchronize()
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
+            if engine_name.startswith("kiln") and kcuda.in_use():
+                # An earlier Kiln engine's memory stays in Kiln's pool until trimmed. (Before
+                # the first Kiln load the plugin is not even registered: nothing to trim.)
+                kcuda().release_cached()
+                kcuda().reset_peak()
         base_alloc = torch.cuda.memory_allocated() if cuda else 0
         free_before = _device_free(args.device)
         if engine_name in ("kiln", "kiln_graphs"):
-            if cuda:
-                kcuda().release_cached()
-                kcuda().reset_peak()
             engine = KilnEngine(paths["kiln"], args, engine_name == "kiln_graphs", kcuda)
         elif engine_name == "aoti":
-            engine = AotiEngine(paths["pt2"])
+            engine = AotiEngine(paths["pt2"], read_stamp(Path(args.workdir), bm_name, args) or {})
         elif engine_name == "eager":
             engine = EagerEngine(bm.module)
         elif engine_name == "compile":
@@ -676,6 +691,8 @@ def run_model(name: str, args) -> dict:
             kcuda_holder.append(KilnCuda())
         return kcuda_holder[0]
 
+    kcuda.in_use = lambda: bool(kcuda_holder)
+
     bm = models.MODELS[name](DTYPES[args.dtype], device, args.tiny)
     out["params"] = models.param_count(bm.module)
     out["weight_bytes"] = models.param_bytes(bm.module)
@@ -698,7 +715,7 @@ def run_model(name: str, args) -> dict:
         out["kiln_graphs_skipped"] = "CUDA graphs are CUDA-only"
     out["engines"] = {}
     for engine in engines:
-        out["engines"][engine] = run_engine(engine, bm, paths, args, timer, reference, kcuda)
+        out["engines"][engine] = run_engine(engine, name, bm, paths, args, timer, reference, kcuda)
     if "kiln_cli" in args.engines:
         log("  kiln run CLI")
         out["kiln_cli"] = kiln_cli_timing(paths["kiln"], args)
@@ -889,14 +906,13 @@ def main(argv=None) -> int:
         log(f"  {results['bandwidth']}")
         save()
         for name in args.model_list:
-            if not is_cached(Path(args.workdir), name, args):
+            if not is_cached(Path(args.workdir), name, args, need_pt2=False):
                 err = (results["exports"].get(name) or {}).get("error") or "not exported (run --phase export)"
                 results["models"][name] = {"model": name, "error": err}
                 log(f"run {name}: skipped: {err.splitlines()[0]}")
                 save()
                 continue
-            stamp = json.loads(paths_for(Path(args.workdir), name)["stamp"].read_text())
-            results["exports"].setdefault(name, {**stamp, "cached": True})
+            results["exports"].setdefault(name, {**read_stamp(Path(args.workdir), name, args), "cached": True})
             log(f"run {name}")
             with tempfile.TemporaryDirectory() as tmp:
                 result_path = Path(tmp) / "result.json"
