@@ -99,3 +99,18 @@ def test_transformer_block_tiny_points():
             y = bm.module(x)
             assert y.shape == x.shape and torch.isfinite(y).all()
     assert bm.headline == [bm.points[0].label] and bm.sweep == "seq"
+
+
+def test_merge_and_compatible_results(tmp_path):
+    a = {"config": {"device": "cuda", "tiny": False, "dtype": "bf16", "mode": "triton-only"},
+         "models": {"resnet50": {"x": 1}}, "bandwidth": {"d2d_GBps": 1.0}, "commands": ["a"]}
+    b = {"config": dict(a["config"]), "models": {"gemma3_decode": {"x": 2}, "resnet50": {"x": 3}},
+         "bandwidth": {"d2d_GBps": 2.0}, "commands": ["b"]}
+    merged = report.merge([a, b])
+    assert merged["models"] == {"resnet50": {"x": 3}, "gemma3_decode": {"x": 2}}
+    assert merged["bandwidth"] == {"d2d_GBps": 2.0} and merged["commands"] == ["a", "b"]
+    path = tmp_path / "r.json"
+    path.write_text(__import__("json").dumps(a))
+    assert report.load_compatible(path, a["config"])["models"] == a["models"]
+    assert report.load_compatible(path, {**a["config"], "tiny": True}) is None
+    assert report.load_compatible(tmp_path / "missing.json", a["config"]) is None
