@@ -89,8 +89,9 @@ def main() -> int:
             ax.bar([j + i * width for j in range(len(rel))], [v.get(engine, 0) for v in rel.values()], width,
                    label=engine)
         ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_yscale("log")  # ratios: 0.5x and 2x equally far from the loader
         ax.set_xticks([j + 0.4 - width / 2 for j in range(len(rel))], list(rel), fontsize=7)
-        ax.set_ylabel("p50 latency / AOTI loader (lower is better)")
+        ax.set_ylabel("p50 latency / AOTI loader (log; lower is better)")
         ax.set_title(f"Per-call latency relative to PyTorch's AOTI loader, {gpu}")
         ax.legend(fontsize=7)
         fig.tight_layout()
