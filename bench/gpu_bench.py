@@ -679,8 +679,9 @@ def concurrency(path: Path, bm, args, kcuda) -> list[dict]:
 # ------------------------------------------------------------------------------ one model (subprocess)
 
 
-def run_model(name: str, args) -> dict:
-    """Everything measured for one model, in this (fresh) process."""
+def run_model(name: str, args, checkpoint=lambda out: None) -> dict:
+    """Everything measured for one model, in this (fresh) process; checkpoint(out) is
+    called after each measurement, so a run killed at the time limit keeps the rest."""
     device = torch.device(args.device)
     timer = Timer(args.device)
     paths = paths_for(Path(args.workdir), name)
@@ -720,12 +721,15 @@ def run_model(name: str, args) -> dict:
     out["engines"] = {}
     for engine in engines:
         out["engines"][engine] = run_engine(engine, name, bm, paths, args, timer, reference, kcuda)
+        checkpoint(out)
     if "kiln_cli" in args.engines:
         log("  kiln run CLI")
         out["kiln_cli"] = kiln_cli_timing(paths["kiln"], args)
+        checkpoint(out)
     if name in args.cold_models:
         log(f"  cold start x{args.cold_runs}")
         out["cold_start"] = cold_start(bm, paths, args)
+        checkpoint(out)
     if name in args.concurrency_models:
         out["concurrency"] = concurrency(paths["kiln"], bm, args, kcuda)
     return out
@@ -865,8 +869,12 @@ def main(argv=None) -> int:
         Path(args._result).write_text(json.dumps(export_model(args._export, args), indent=1, default=str))
         return 0
     if args._run:
+        def checkpoint(partial):
+            Path(args._result).write_text(json.dumps({**partial, "incomplete": "killed before the end"},
+                                                     indent=1, default=str))
+
         try:
-            result = run_model(args._run, args)
+            result = run_model(args._run, args, checkpoint)
         except Exception as e:
             result = {"model": args._run, "error": f"{type(e).__name__}: {e}"[:3000]}
             traceback.print_exc()
@@ -933,6 +941,8 @@ def main(argv=None) -> int:
                     code = "killed: past --budget-s"
                 if result_path.exists():
                     results["models"][name] = json.loads(result_path.read_text())
+                    if results["models"][name].get("incomplete"):
+                        results["models"][name]["incomplete"] = f"run process {code}; what finished is kept"
                 else:
                     results["models"][name] = {"model": name, "error": f"run process exited {code}"}
             results["targets"] = report.targets(results)

@@ -127,6 +127,9 @@ def markdown(results: dict) -> str:
                              _f(row.get("device_used_mb"), "{:.0f}"), _f(row.get("allocator_peak_mb"), "{:.0f}"),
                              _f(row.get("load_s")), _f(ratio, "{:.2f}x"),
                              _f(r.get("max_rel_err_vs_eager"), "{:.1e}")])
+    for name, m in (results.get("models") or {}).items():
+        if m.get("incomplete"):
+            rows.append([name, "", "INCOMPLETE", m["incomplete"][:160], "", "", "", "", "", "", ""])
     parts.append(_table(["model", "input", "engine", "p50 ms", "p90 ms", "throughput", "GPU MB (device)",
                          "GPU MB (allocator)", "load s", "p50 / AOTI loader", "max rel err vs eager"], rows))
     tg = results.get("targets") or []
