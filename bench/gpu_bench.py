@@ -363,7 +363,10 @@ class KilnCuda:
 def kiln_options(args, graphs: bool, extra: dict | None = None) -> dict:
     if args.device != "cuda":
         return {"aoti": dict(extra or {})}
-    opts = {"keep_outputs_on_device": True, "stream": args.kiln_stream}
+    # The PyTorch loader checks no digest; --kiln-verify-weights times Kiln with
+    # its SHA-256 check of the weights blob (a few GB/s of hashing).
+    opts = {"keep_outputs_on_device": True, "stream": args.kiln_stream,
+            "verify_weights": bool(args.kiln_verify_weights)}
     if graphs:
         opts["cuda_graphs"] = True
     opts.update(extra or {})
@@ -811,6 +814,8 @@ def child_cmd(args, role: str, name: str, result_path: Path) -> list[str]:
             "--threads", ",".join(map(str, args.threads))]
     if args.tiny:
         cmd.append("--tiny")
+    if args.kiln_verify_weights:
+        cmd.append("--kiln-verify-weights")
     return cmd
 
 
@@ -836,6 +841,8 @@ def parse_args(argv=None):
                     help="torch.compile mode: default, max-autotune-no-cudagraphs, reduce-overhead, ...")
     ap.add_argument("--kiln-stream", choices=("per_method", "shared", "caller"), default="per_method",
                     help="Kiln's aoti stream option (caller: torch's current stream, via the CUDA plugin)")
+    ap.add_argument("--kiln-verify-weights", action="store_true",
+                    help="Kiln checks the weights blob's SHA-256 at load (off by default: the loader checks none)")
     ap.add_argument("--cold-runs", type=int, default=3)
     ap.add_argument("--cold-models", default="transformer_block,gemma3_decode")
     ap.add_argument("--concurrency-models", default="transformer_block,gemma3_decode")

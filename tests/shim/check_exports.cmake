@@ -9,6 +9,20 @@ string(REGEX MATCHALL "[ \t][A-Za-z][ \t]+aoti_torch_[A-Za-z0-9_]+" _leaked "${_
 if(_leaked)
   message(FATAL_ERROR "${LIB} exports aoti_torch_* names, which would clash with libtorch: ${_leaked}")
 endif()
+# Nothing but Kiln's own names: an exported C++ standard library instance (the
+# runtime links libstdc++ statically) would interpose on other libraries in
+# the process, such as PyTorch's own model libraries.
+string(REGEX MATCHALL "[ \t][A-Za-z][ \t]+_Z[A-Za-z0-9_]*St[A-Za-z0-9_]*" _std_candidates "${_nm}")
+set(_foreign "")
+foreach(_s IN LISTS _std_candidates)
+  string(REGEX REPLACE "^.*[ \t]" "" _s "${_s}")
+  if(NOT _s MATCHES "^_Z[A-Z]*N?K?4kiln" AND NOT _s MATCHES "^_ZT[ISV]N4kiln")
+    list(APPEND _foreign ${_s})
+  endif()
+endforeach()
+if(_foreign)
+  message(FATAL_ERROR "${LIB} exports C++ symbols outside namespace kiln: ${_foreign}")
+endif()
 string(REGEX MATCHALL "[ \t]T[ \t]+kiln_torch_[A-Za-z0-9_]+" _hits "${_nm}")
 set(_exported "")
 foreach(_h IN LISTS _hits)
