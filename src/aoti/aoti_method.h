@@ -19,6 +19,7 @@
 
 #include "aoti/aoti_library.h"
 #include "aoti/entry_points.h"
+#include "aoti/memory_budget.h"
 #include "kiln/device.h"
 #include "kiln/device_interface.h"
 #include "runtime/backend.h"
@@ -57,6 +58,8 @@ struct AotiMethodConfig {
   size_t num_models = 1;
   StreamPolicy stream_policy = StreamPolicy::PerMethod;
   bool keep_outputs_on_device = false;
+  /// aoti.max_memory_bytes: the method's memory budget (memory_budget.h); 0 = none.
+  size_t max_memory_bytes = 0;
   /// The run stream for PerMethod / Shared device methods (null otherwise).
   std::shared_ptr<OwnedStream> stream;
 };
@@ -90,6 +93,8 @@ class AotiMethod final : public MethodExecutor {
   // Declared before the container handle's owner fields so it is destroyed
   // after the container (members are destroyed in reverse order).
   std::shared_ptr<OwnedStream> stream_;
+  std::shared_ptr<MemoryBudget> budget_;  // null: no limit
+  size_t weights_charged_ = 0;
   std::unique_ptr<AotiLibrary> library_;
   EntryPoints entry_;
   ContainerHandle container_ = nullptr;
