@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "aoti/aoti_backend.h"
@@ -220,6 +222,41 @@ TEST(LibraryPlacement, FailedMemfdLoadLeavesNoDescriptorBehind) {
   const size_t fds = open_descriptors();
   for (int i = 0; i < 20; ++i) EXPECT_EQ(module.load_method("forward"), Error::BackendFailed);
   EXPECT_EQ(open_descriptors(), fds);
+  std::filesystem::remove(path);
+}
+
+// Executes race with unload_method on the same Module: every execute either
+// finds the method loaded or loads it again, and always computes the right
+// result (an execute once looked the method up again after loading it, and
+// found nothing if another thread had unloaded it in between).
+TEST(Concurrency, ExecutesRacingUnloadsAllSucceed) {
+  auto path = write_program(KILN_FAKE_MODEL_PATH, 3.0f, "unload-race");
+  Module module(path);
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::atomic<int> unloads{0};
+  std::thread unloader([&] {
+    while (!stop.load()) {
+      if (module.unload_method("forward") == Error::Ok) ++unloads;
+      std::this_thread::yield();
+    }
+  });
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<float> x(4, static_cast<float>(t));
+      // Until the unloader has really interleaved (capped, so a stuck
+      // unloader fails the check below instead of hanging).
+      for (int i = 0; i < 100000 && (i < 100 || unloads.load() < 20); ++i) {
+        auto out = module.forward({vector_tensor(x)});
+        if (!out.ok() || (*out)[0].data<float>()[3] != 3.0f * t) ++failures;
+      }
+    });
+  for (auto& th : threads) th.join();
+  stop = true;
+  unloader.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_GE(unloads.load(), 20);  // the race was really exercised
   std::filesystem::remove(path);
 }
 
