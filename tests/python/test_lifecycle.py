@@ -85,6 +85,24 @@ def test_library_for_a_missing_isa_is_refused(mlp_program, tmp_path):
     assert "built for riscv64" in str(err.value)
 
 
+def test_library_needing_a_newer_glibc_is_refused_naming_it(mlp_program, tmp_path):
+    model, path = mlp_program
+    program = kiln.program.load(str(path))
+    for method in program.methods:
+        method.metadata["glibc_required"] = "9.99"
+    bad = tmp_path / "future-glibc.kiln"
+    program.save(str(bad))
+    module = Module(str(bad))
+    with pytest.raises(KilnError) as err:
+        module.load_method("forward")
+    assert err.value.status == "NotSupported"
+    assert "needs glibc 9.99" in err.value.message
+    assert not module.is_method_loaded("forward")
+    x = torch.randn(2, 32)  # the original program still loads and runs in this process
+    (y,) = Module(str(path)).forward(x.numpy())
+    np.testing.assert_allclose(y, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_kiln_and_pytorchs_own_loader_share_a_process(mlp_program, tmp_path):
     """Kiln exports its shims as kiln_torch_* and renames a model's imports, so a
     libtorch-linked model loaded by PyTorch in the same process still binds to
@@ -189,10 +207,11 @@ def test_temp_file_fallback_loads_and_leaves_nothing_on_disk(mlp_program, tmp_pa
     scratch.mkdir()
     monkeypatch.setenv("TMPDIR", str(scratch))
     monkeypatch.setenv("KILN_DISABLE_MEMFD", "1")
+    memfd_mappings = _model_mappings()  # modules of earlier tests may still be alive
     module = Module(str(path))
     module.load_method("forward")
     assert list(scratch.iterdir()) == []
-    assert _model_mappings() == 0  # not from a memfd: from the (deleted) temporary file
+    assert _model_mappings() == memfd_mappings  # not from a memfd: from the (deleted) temporary file
     x = torch.randn(6, 32)
     (y,) = module.forward(x.numpy())
     np.testing.assert_allclose(y, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
