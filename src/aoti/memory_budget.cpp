@@ -26,6 +26,7 @@ Result<Tensor> allocate_in_budget(std::span<const int64_t> sizes, std::span<cons
     budget->release(nbytes);
     return data.error();
   }
+  // from_blob cannot fail here: it checks the same geometry, checked above.
   const int index = device.index;
   std::shared_ptr<MemoryBudget> owner = budget->shared_from_this();
   return Tensor::from_blob(*data, sizes, strides, dtype, device, [iface, index, owner, nbytes](void* p) {

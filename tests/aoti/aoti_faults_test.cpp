@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "aoti/aoti_backend.h"
+#include "aoti/memory_budget.h"
 #include "devices/cpu/cpu_device.h"
 #include "fake_program.h"
 #include "kiln/module.h"
@@ -105,6 +106,23 @@ TEST(MemoryLimit, RunsOverTheLimitFailWithOutOfMemoryAndLeakNothing) {
   }
   expect_scaled(module, 2.0f, 8);
   std::filesystem::remove(path);
+}
+
+// A real allocation failure (no limit set; 2^46 floats, 256 TiB, is more than
+// x86-64 user address space, whatever the overcommit policy) is an
+// OutOfMemory naming the size, flagged for the
+// delegate so a model run that hits it reports OutOfMemory too.
+TEST(MemoryLimit, GenuineHostAllocationFailureIsOutOfMemory) {
+  (void)aoti::take_out_of_memory();
+  const std::vector<int64_t> sizes{int64_t{1} << 46};
+  const std::vector<int64_t> strides{1};
+  auto t = aoti::empty_strided_in_budget(sizes, strides, DType::Float32, Device{});
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.error(), Error::OutOfMemory);
+  EXPECT_NE(last_error_message().find(std::to_string(int64_t{4} << 46) + " bytes failed"), std::string::npos)
+      << last_error_message();
+  EXPECT_TRUE(aoti::take_out_of_memory());
+  EXPECT_FALSE(aoti::take_out_of_memory());  // taking it clears it
 }
 
 TEST(ExternalData, MissingFileFailsModuleLoadWithNotFoundNamingIt) {
