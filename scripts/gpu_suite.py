@@ -267,10 +267,50 @@ def export_case(name, dtype_name, mode, path) -> dict:
     return result
 
 
-def run_case(name, dtype_name, mode, path, iters) -> dict:
+def rel_error(got, want, method) -> float:
+    """max |got - want| / max |want| over the outputs; raises on a structural mismatch."""
+    if len(got) != len(want):
+        raise RuntimeError(f"{method}: Kiln returned {len(got)} outputs, eager {len(want)}")
+    err = 0.0
+    for i, (g, w) in enumerate(zip(got, want)):
+        if tuple(g.shape) != tuple(w.shape):
+            raise RuntimeError(f"{method}: output {i} has shape {tuple(g.shape)}, eager {tuple(w.shape)}")
+        g, w = g.to(w.device).double(), w.double()
+        if not torch.isfinite(g).all():
+            raise RuntimeError(f"{method}: output {i} has non-finite values")
+        err = max(err, ((g - w).abs().max() / w.abs().max().clamp_min(1e-12)).item())
+    return err
+
+
+def run_graphs(methods, path, iters) -> tuple[float, float]:
+    """The program loaded with aoti.cuda_graphs: four calls per method on fresh
+    inputs (warm-up, recording + replay, replays), each compared with eager.
+    Returns (max relative error, median ms of the first method's replays)."""
     from kiln.runtime import Module
 
-    row = {"max_rel_error": None, "passed": False, "kiln_ms": None, "eager_ms": None, "error": None}
+    module = Module(path)
+    module.load({"aoti": {"cuda_graphs": True}})
+    err = 0.0
+    for method, (model, _, _, fresh) in methods.items():
+        for _ in range(4):
+            inputs = fresh()
+            with torch.no_grad():
+                want = flatten(model(*inputs))
+            got = module.execute(method, list(inputs), output="torch")
+            torch.cuda.synchronize()
+            err = max(err, rel_error(got, want, method + " (cuda graph)"))
+    method, (_, _, _, fresh) = next(iter(methods.items()))
+    inputs = fresh()
+    ms = time_ms(lambda: module.execute(method, list(inputs), output="torch"), iters)
+    module.close()
+    return err, ms
+
+
+def run_case(name, dtype_name, mode, path, iters, graphs=False) -> dict:
+    from kiln.runtime import Module
+
+    row = {"max_rel_error": None, "passed": False, "kiln_ms": None, "eager_ms": None, "error": None,
+           "graph_rel_error": None, "graph_ms": None}
     try:
         methods = build(name, dtype_name)
         module = Module(path)
@@ -283,15 +323,7 @@ def run_case(name, dtype_name, mode, path, iters) -> dict:
                 want = flatten(model(*inputs))
             got = module.execute(method, list(inputs), output="torch")
             torch.cuda.synchronize()
-            if len(got) != len(want):
-                raise RuntimeError(f"{method}: Kiln returned {len(got)} outputs, eager {len(want)}")
-            for i, (g, w) in enumerate(zip(got, want)):
-                if tuple(g.shape) != tuple(w.shape):
-                    raise RuntimeError(f"{method}: output {i} has shape {tuple(g.shape)}, eager {tuple(w.shape)}")
-                g, w = g.to(w.device).double(), w.double()
-                if not torch.isfinite(g).all():
-                    raise RuntimeError(f"{method}: output {i} has non-finite values")
-                err = max(err, ((g - w).abs().max() / w.abs().max().clamp_min(1e-12)).item())
+            err = max(err, rel_error(got, want, method))
         row["max_rel_error"] = err
         row["passed"] = err <= TOLERANCE[dtype_name]
         method, (model, inputs) = next(iter(calls.items()))
@@ -299,6 +331,9 @@ def run_case(name, dtype_name, mode, path, iters) -> dict:
         with torch.no_grad():
             row["eager_ms"] = time_ms(lambda: model(*inputs), iters)
         module.close()
+        if graphs:
+            row["graph_rel_error"], row["graph_ms"] = run_graphs(methods, path, iters)
+            row["passed"] = row["passed"] and row["graph_rel_error"] <= TOLERANCE[dtype_name]
     except Exception as e:
         row["error"] = f"run: {type(e).__name__}: {e}".strip()[:2000]
         traceback.print_exc()
@@ -306,7 +341,10 @@ def run_case(name, dtype_name, mode, path, iters) -> dict:
 
 
 def print_table(rows):
+    graphs = any(r.get("graph_ms") is not None for r in rows)
     head = ["model", "dtype", "mode", "max rel err", "result", "kiln ms", "eager ms", "export s"]
+    if graphs:
+        head += ["graph err", "graph ms"]
     lines = []
     for r in rows:
         err = "-" if r["max_rel_error"] is None else f"{r['max_rel_error']:.2e}"
@@ -314,7 +352,11 @@ def print_table(rows):
         km = "-" if r["kiln_ms"] is None else f"{r['kiln_ms']:.3f}"
         em = "-" if r["eager_ms"] is None else f"{r['eager_ms']:.3f}"
         es = "-" if r.get("export_s") is None else f"{r['export_s']:.0f}"
-        lines.append([r["model"], r["dtype"], r["mode"], err, res, km, em, es])
+        line = [r["model"], r["dtype"], r["mode"], err, res, km, em, es]
+        if graphs:
+            line.append("-" if r.get("graph_rel_error") is None else f"{r['graph_rel_error']:.2e}")
+            line.append("-" if r.get("graph_ms") is None else f"{r['graph_ms']:.3f}")
+        lines.append(line)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     print(fmt.format(*head))
@@ -338,6 +380,10 @@ def main() -> int:
                     help="export worker processes")
     ap.add_argument("--json", help="write rows here (default $OUT/gpu_suite.json when OUT is set)")
     ap.add_argument("--keep", help="save the exported programs in this directory (default: a temporary one)")
+    ap.add_argument("--cuda-graphs", action="store_true",
+                    help="also run each program with aoti.cuda_graphs (parity on fresh inputs + replay timing)")
+    ap.add_argument("--reuse", action="store_true",
+                    help="with --keep: run programs already exported there instead of exporting again")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         print("gpu_suite: torch sees no GPU", file=sys.stderr)
@@ -364,7 +410,10 @@ def main() -> int:
         start = time.perf_counter()
         ctx = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
-            futures = {pool.submit(export_case, *c, paths[c]): c for c in cases}
+            reused = {c for c in cases if args.reuse and os.path.exists(paths[c])}
+            for c in reused:
+                exported[c] = {"imports": None, "export_s": None, "error": None}
+            futures = {pool.submit(export_case, *c, paths[c]): c for c in cases if c not in reused}
             for fut in concurrent.futures.as_completed(futures):
                 c = futures[fut]
                 try:
@@ -378,9 +427,10 @@ def main() -> int:
             row = {"model": name, "dtype": dt, "mode": mode, **exported[c]}
             if row["error"] is None:
                 print(f"== run {name} {dt} {mode}", flush=True)
-                row.update(run_case(name, dt, mode, paths[c], args.iters))
+                row.update(run_case(name, dt, mode, paths[c], args.iters, graphs=args.cuda_graphs))
             else:
-                row.update({"max_rel_error": None, "passed": False, "kiln_ms": None, "eager_ms": None})
+                row.update({"max_rel_error": None, "passed": False, "kiln_ms": None, "eager_ms": None,
+                            "graph_rel_error": None, "graph_ms": None})
             rows.append(row)
     print()
     print_table(rows)

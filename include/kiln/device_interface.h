@@ -15,6 +15,9 @@ namespace kiln {
 
 /// Opaque device stream (cudaStream_t on CUDA; null = the device's default).
 using StreamHandle = void*;
+/// Opaque captured work graph (a Kiln-owned cudaGraphExec_t plus the memory
+/// its nodes use, on CUDA).
+using GraphHandle = void*;
 
 enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice, HostToHost };
 
@@ -75,6 +78,25 @@ class KILN_API DeviceInterface {
     (void)index;
     return set_error(Error::NotSupported, "this device type has no compute capability");
   }
+
+  // ---- graph capture (CUDA graphs); defaults refuse with NotSupported.
+
+  /// Starts recording the work the calling thread queues on `stream` instead
+  /// of running it. While recording, allocate() on this thread and stream
+  /// returns memory owned by the graph being recorded (it lives until
+  /// destroy_graph), so the recorded kernels find the same buffers at every
+  /// replay. `stream` must be a stream from create_stream (not the default).
+  virtual Error begin_capture(int index, StreamHandle stream);
+  /// Ends the recording started by begin_capture on `stream` and returns the
+  /// replayable graph. Fails (and frees everything recorded) when the work
+  /// could not be captured; the message says why (an operation that is not
+  /// allowed while capturing, such as a synchronisation or a host copy).
+  virtual Result<GraphHandle> end_capture(int index, StreamHandle stream);
+  /// Queues one replay of `graph` on `stream`.
+  virtual Error launch_graph(int index, GraphHandle graph, StreamHandle stream);
+  /// Frees `graph` and its memory once queued replays are done (synchronises
+  /// the device). Null is a no-op.
+  virtual void destroy_graph(int index, GraphHandle graph) noexcept;
 };
 
 /// Registers `device` for its type (called from the builtin list). The registry

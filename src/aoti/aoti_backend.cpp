@@ -28,6 +28,8 @@ constexpr OptionSpec kOptions[] = {
     {"stream", OptionType::String, 0, 0, kStreamChoices},
     {"keep_outputs_on_device", OptionType::Bool, 0, 0, nullptr},
     {"max_memory_bytes", OptionType::Int, 1, INT64_MAX, nullptr},
+    {"cuda_graphs", OptionType::Bool, 0, 0, nullptr},
+    {"cuda_graph_cache_size", OptionType::Int, 1, 1024, nullptr},
 };
 
 const char* type_name(OptionType type) {
@@ -111,6 +113,8 @@ Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(std::shared_ptr
   config.stream_policy = stream_policy(options);
   config.keep_outputs_on_device = options.get_bool("keep_outputs_on_device").value_or(false);
   config.max_memory_bytes = static_cast<size_t>(options.get_int("max_memory_bytes").value_or(0));
+  config.cuda_graphs = options.get_bool("cuda_graphs").value_or(false);
+  config.cuda_graph_cache_size = static_cast<size_t>(options.get_int("cuda_graph_cache_size").value_or(8));
   DeviceInterface* iface = get_device_interface(config.device.type);
   if (!iface || iface->device_count() <= config.device.index)
     return set_error(Error::NotSupported, "method '" + method.name + "' runs on " + device_string(config.device) +

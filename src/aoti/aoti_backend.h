@@ -27,6 +27,14 @@
 //                        runs (outputs count until the caller frees them).
 //                        Past it, load/execute fail with OutOfMemory and the
 //                        method stays usable (memory_budget.h). Default: none.
+//   cuda_graphs  (bool)  CUDA methods: after one eager warm-up run per input
+//                        signature (dtype, sizes, strides), record the run into
+//                        a CUDA graph and replay it for later calls with that
+//                        signature (graph_replay.h); calls are serialised.
+//                        Signatures that cannot be recorded run eagerly (a
+//                        warning says why). Default false.
+//   cuda_graph_cache_size (int) graphs kept per method, least recently used
+//                        dropped first (default 8)
 #pragma once
 
 #include "runtime/backend.h"

@@ -118,11 +118,25 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
     if (self->entry_.update_constants_from_blob(self->container_, weights.data()) != 0)
       return backend_failure(label + ": loading weights");
   }
+  if (config.cuda_graphs) {
+    if (config.device.type != DeviceType::CUDA)
+      return set_error(Error::InvalidArgument, label + ": aoti.cuda_graphs applies to CUDA methods, and this one "
+                                                       "runs on " + device);
+    if (config.num_models != 1)
+      return set_error(Error::InvalidArgument, label + ": aoti.cuda_graphs runs one model instance; "
+                                                       "leave aoti.num_models at 1");
+    if (!self->entry_.run_single_threaded)
+      return set_error(Error::NotSupported, label + ": the library has no AOTInductorModelContainerRunSingleThreaded "
+                                                    "entry point, which CUDA graphs need (export with torch >= 2.6)");
+    self->graphs_ = std::make_unique<GraphReplay>(self->iface_, config.device, config.cuda_graph_cache_size, label);
+  }
   KILN_LOG(Debug, label + " loaded on " + device);
   return self;
 }
 
 AotiMethod::~AotiMethod() {
+  // Graphs replay the container's kernels and hold its buffers: drop them first.
+  graphs_.reset();
   // The container's code lives in the library: delete it before dlclose.
   if (container_ && entry_.destroy) entry_.destroy(container_);
   if (budget_) budget_->release(weights_charged_);
@@ -161,37 +175,10 @@ Result<Tensor> AotiMethod::to_host(const Tensor& output, StreamHandle stream) co
   return host;
 }
 
-Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) {
-  const bool on_device = !device_.is_cpu();
-  StreamHandle stream = nullptr;
-  if (on_device)
-    stream = stream_policy_ == StreamPolicy::Caller || !stream_ ? iface_->current_stream(device_.index) : stream_->get();
-
+Result<std::vector<Tensor>> AotiMethod::run_model(std::vector<Tensor> staged, StreamHandle stream) {
   // Input handles are stolen by the container: give it fresh handles that
   // share the caller's storage (or the device copy's), so the caller's
   // tensors stay untouched.
-  bool any_device_input = false;
-  std::vector<Tensor> staged;
-  staged.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
-    if (!on_device || t.device() == device_) {
-      any_device_input = any_device_input || (on_device && !t.device().is_cpu());
-      staged.push_back(t);
-    } else if (t.device().is_cpu()) {
-      auto copy = to_device(t, stream);
-      if (!copy.ok())
-        return set_error(copy.error(), input_label(name_, i, input_names_) + ": copying it to " +
-                                           device_string(device_) + " failed: " + last_error_message());
-      staged.push_back(std::move(*copy));
-    } else {
-      return set_error(Error::InvalidArgument, input_label(name_, i, input_names_) + " is on " +
-                                                   device_string(t.device()) + " but the method runs on " +
-                                                   device_string(device_) +
-                                                   " (move it there, or load the method with aoti.device_index=" +
-                                                   std::to_string(t.device().index) + ")");
-    }
-  }
   std::vector<AtenTensorHandle> input_handles;
   input_handles.reserve(staged.size());
   for (Tensor& t : staged) input_handles.push_back(new_handle(std::move(t)));
@@ -201,11 +188,16 @@ Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) 
   clear_error();
   (void)take_check_failure();  // stale state from an earlier call on this thread
   (void)take_out_of_memory();
+  // With graphs the container holds one model instance and calls are
+  // serialised by graph_mutex_: the single-threaded entry skips the
+  // container's own bookkeeping (an event per run), which a recording could
+  // not hold.
+  const auto entry = graphs_ && entry_.run_single_threaded ? entry_.run_single_threaded : entry_.run;
   AOTIRuntimeError status = 0;
   {
     MemoryBudgetScope budget_scope(budget_.get());
-    status = entry_.run(container_, input_handles.data(), input_handles.size(), output_handles.data(),
-                        output_handles.size(), stream, nullptr);
+    status = entry(container_, input_handles.data(), input_handles.size(), output_handles.data(),
+                   output_handles.size(), stream, nullptr);
   }
   std::vector<Tensor> outputs;
   outputs.reserve(num_outputs_);
@@ -221,8 +213,11 @@ Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) 
   for (size_t i = 0; i < outputs.size(); ++i)
     if (!outputs[i].defined())
       return set_error(Error::BackendFailed, "method '" + name_ + "': output " + std::to_string(i) + " is missing");
-  if (!on_device) return outputs;
+  return outputs;
+}
 
+Result<std::vector<Tensor>> AotiMethod::finish_device_outputs(std::vector<Tensor> outputs, bool any_device_input,
+                                                              StreamHandle stream) {
   if (keep_outputs_on_device_ || any_device_input) {
     // Kiln's own streams: outputs are ready when execute returns, whatever
     // stream the caller reads them on. Caller's stream: ordered there.
@@ -242,6 +237,56 @@ Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) 
     outputs[i] = std::move(*host);
   }
   return outputs;
+}
+
+Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) {
+  const bool on_device = !device_.is_cpu();
+  StreamHandle stream = nullptr;
+  if (on_device)
+    stream = stream_policy_ == StreamPolicy::Caller || !stream_ ? iface_->current_stream(device_.index) : stream_->get();
+
+  bool any_device_input = false;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!on_device || t.device().is_cpu()) continue;
+    if (t.device() != device_)
+      return set_error(Error::InvalidArgument, input_label(name_, i, input_names_) + " is on " +
+                                                   device_string(t.device()) + " but the method runs on " +
+                                                   device_string(device_) +
+                                                   " (move it there, or load the method with aoti.device_index=" +
+                                                   std::to_string(t.device().index) + ")");
+    any_device_input = true;
+  }
+
+  if (graphs_) {
+    std::lock_guard<std::mutex> lock(graph_mutex_);
+    auto outputs = graphs_->execute(inputs, stream, [&](std::vector<Tensor> staged) {
+      return run_model(std::move(staged), stream);
+    });
+    if (!outputs.ok()) {
+      if (outputs.error() == Error::BackendFailed) return outputs.error();  // already names the method
+      return set_error(outputs.error(), "method '" + name_ + "': " + last_error_message());
+    }
+    return finish_device_outputs(std::move(*outputs), any_device_input, stream);
+  }
+
+  std::vector<Tensor> staged;
+  staged.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (!on_device || t.device() == device_) {
+      staged.push_back(t);
+      continue;
+    }
+    auto copy = to_device(t, stream);
+    if (!copy.ok())
+      return set_error(copy.error(), input_label(name_, i, input_names_) + ": copying it to " +
+                                         device_string(device_) + " failed: " + last_error_message());
+    staged.push_back(std::move(*copy));
+  }
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_model(std::move(staged), stream));
+  if (!on_device) return outputs;
+  return finish_device_outputs(std::move(outputs), any_device_input, stream);
 }
 
 }  // namespace kiln::aoti

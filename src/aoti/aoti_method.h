@@ -11,15 +11,19 @@
 // run's stream; outputs are copied back to the host unless an input was a
 // device tensor or keep_outputs_on_device is set (aoti_backend.h has the
 // option rules). Device inputs must already be on the method's device index.
+// With aoti.cuda_graphs, calls are serialised and replayed from CUDA graphs
+// (graph_replay.h).
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "aoti/aoti_library.h"
 #include "aoti/entry_points.h"
 #include "aoti/memory_budget.h"
+#include "aoti/graph_replay.h"
 #include "kiln/device.h"
 #include "kiln/device_interface.h"
 #include "runtime/backend.h"
@@ -60,6 +64,10 @@ struct AotiMethodConfig {
   bool keep_outputs_on_device = false;
   /// aoti.max_memory_bytes: the method's memory budget (memory_budget.h); 0 = none.
   size_t max_memory_bytes = 0;
+  /// Replay CUDA graphs per input signature (graph_replay.h), keeping at most
+  /// cuda_graph_cache_size of them.
+  bool cuda_graphs = false;
+  size_t cuda_graph_cache_size = 8;
   /// The run stream for PerMethod / Shared device methods (null otherwise).
   std::shared_ptr<OwnedStream> stream;
 };
@@ -75,6 +83,8 @@ class AotiMethod final : public MethodExecutor {
   /// The stream this method runs on when the policy is not Caller (null for
   /// CPU methods). For tests and diagnostics.
   StreamHandle owned_stream() const noexcept { return stream_ ? stream_->get() : nullptr; }
+  /// The CUDA graph replayer, or null without aoti.cuda_graphs. For tests.
+  const GraphReplay* graphs() const noexcept { return graphs_.get(); }
 
  private:
   AotiMethod() = default;
@@ -82,6 +92,11 @@ class AotiMethod final : public MethodExecutor {
   Result<Tensor> to_device(const Tensor& input, StreamHandle stream) const;
   // Device output -> a host tensor with the same geometry (synchronises `stream`).
   Result<Tensor> to_host(const Tensor& output, StreamHandle stream) const;
+  // One run of the container on inputs already where the model wants them.
+  Result<std::vector<Tensor>> run_model(std::vector<Tensor> staged, StreamHandle stream);
+  // Device methods: synchronise, or copy outputs to the host (option rules).
+  Result<std::vector<Tensor>> finish_device_outputs(std::vector<Tensor> outputs, bool any_device_input,
+                                                    StreamHandle stream);
 
   std::shared_ptr<const ProgramFile> program_;
   std::string name_;
@@ -100,6 +115,10 @@ class AotiMethod final : public MethodExecutor {
   ContainerHandle container_ = nullptr;
   size_t num_inputs_ = 0;
   size_t num_outputs_ = 0;
+  // Declared after container_: destroyed before it (the destructor also
+  // resets it first, explicitly).
+  std::unique_ptr<GraphReplay> graphs_;
+  std::mutex graph_mutex_;  // serialises execute() when graphs_ is set
 };
 
 }  // namespace kiln::aoti

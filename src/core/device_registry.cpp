@@ -20,6 +20,23 @@ Error DeviceInterface::copy_strided(void*, const int64_t*, const void*, const in
                    std::string("strided copies on ") + device_type_name(type()) + " are not supported");
 }
 
+Error DeviceInterface::begin_capture(int, StreamHandle) {
+  return set_error(Error::NotSupported, std::string("graph capture on ") + device_type_name(type()) +
+                                            " is not supported");
+}
+
+Result<GraphHandle> DeviceInterface::end_capture(int, StreamHandle) {
+  return set_error(Error::NotSupported, std::string("graph capture on ") + device_type_name(type()) +
+                                            " is not supported");
+}
+
+Error DeviceInterface::launch_graph(int, GraphHandle, StreamHandle) {
+  return set_error(Error::NotSupported, std::string("graph replay on ") + device_type_name(type()) +
+                                            " is not supported");
+}
+
+void DeviceInterface::destroy_graph(int, GraphHandle) noexcept {}
+
 void register_device_interface(DeviceInterface* device) {
   auto code = static_cast<size_t>(device->type());
   if (code < kMaxDeviceTypes) registry()[code] = device;

@@ -5,8 +5,10 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "devices/cuda/cuda_check.h"
+#include "devices/cuda/cuda_graph_capture.h"
 #include "devices/cuda/cuda_thread_state.h"
 #include "devices/cuda/strided_copy.h"
 #include "kiln/log.h"
@@ -61,6 +63,7 @@ Result<void*> CudaDevice::pool_for(int index) {
 
 Result<void*> CudaDevice::allocate(size_t nbytes, int index, StreamHandle stream) {
   KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
+  if (CaptureArena* arena = active_capture_arena()) return arena->allocate(nbytes);
   ScopedDevice scoped(device);
   KILN_RETURN_IF_ERROR(scoped.status());
   KILN_ASSIGN_OR_RETURN(void* pool_ptr, pool_for(device));
@@ -99,6 +102,8 @@ Result<void*> CudaDevice::allocate(size_t nbytes, int index, StreamHandle stream
 
 void CudaDevice::free(void* ptr, int index, StreamHandle stream) noexcept {
   if (ptr == nullptr) return;
+  if (release_arena_block(ptr)) return;  // graph memory: stays with its graph
+  if (note_free_during_capture(ptr)) return;
   Block block{0, index};
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -194,6 +199,38 @@ Result<int> CudaDevice::compute_capability(int index) {
   KILN_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
                                    "cudaDeviceGetAttribute(ComputeCapabilityMinor)"));
   return major * 10 + minor;
+}
+
+Error CudaDevice::begin_capture(int index, StreamHandle stream) {
+  KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
+  auto s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(device);
+  return cudadev::begin_capture(device, s);
+}
+
+Result<GraphHandle> CudaDevice::end_capture(int index, StreamHandle stream) {
+  KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
+  auto s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(device);
+  std::vector<void*> deferred;
+  auto graph = cudadev::end_capture(device, s, &deferred);
+  // Not recording any more: these go back to the pool now, ordered after the
+  // eager work that used them (the recording itself never ran).
+  for (void* p : deferred) free(p, device, s);
+  if (!graph.ok()) return graph.error();
+  return static_cast<GraphHandle>(graph->release());
+}
+
+Error CudaDevice::launch_graph(int index, GraphHandle graph, StreamHandle stream) {
+  if (graph == nullptr) return set_error(Error::InvalidArgument, "launch of a null CUDA graph");
+  KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
+  ScopedDevice scoped(device);
+  KILN_RETURN_IF_ERROR(scoped.status());
+  auto s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(device);
+  return cuda_status(cudaGraphLaunch(static_cast<CapturedGraph*>(graph)->exec, s), "cudaGraphLaunch");
+}
+
+void CudaDevice::destroy_graph(int index, GraphHandle graph) noexcept {
+  (void)index;
+  delete static_cast<CapturedGraph*>(graph);
 }
 
 Result<AllocatorStats> CudaDevice::stats(int index) {

@@ -59,6 +59,14 @@ class CudaDevice final : public DeviceInterface {
   /// cudaDevAttrComputeCapabilityMajor * 10 + ...Minor.
   Result<int> compute_capability(int index) override;
 
+  /// CUDA graphs (cuda_graph_capture.h): while the calling thread records,
+  /// allocate() on it returns graph-owned memory, and frees of pool memory are
+  /// held back until end_capture (which then fails the recording).
+  Error begin_capture(int index, StreamHandle stream) override;
+  Result<GraphHandle> end_capture(int index, StreamHandle stream) override;
+  Error launch_graph(int index, GraphHandle graph, StreamHandle stream) override;
+  void destroy_graph(int index, GraphHandle graph) noexcept override;
+
   Result<AllocatorStats> stats(int index);
   Error reset_peak(int index);
   Error release_cached(int index);

@@ -41,6 +41,7 @@ std::string program_dir() {
 }
 const std::string kProgram = program_dir() + "/fake_cuda.kiln";
 const std::string kProgramSm50 = program_dir() + "/fake_cuda_sm50.kiln";
+const std::string kGraphProgram = program_dir() + "/fake_graph.kiln";
 constexpr float kScale = 3.0f;  // the weights the generator packed
 
 LoadBackendOptionsMap aoti_options(BackendOptions options) {
@@ -242,6 +243,149 @@ TEST_F(CudaExecute, ManyLoadUnloadCyclesReleaseStreams) {
     ASSERT_EQ(module.load_method("forward"), Error::Ok) << kiln::last_error_message();
     auto out = module.forward({cpu_tensor(x)});
     ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto after = kiln::cuda::memory_stats(0);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->bytes_in_use, before->bytes_in_use);
+}
+
+// ---- aoti.cuda_graphs. The graph fixture's `calls` output is written by its
+// kernel with the host-side run count: eager runs count up, replays repeat
+// the count the recording saw.
+
+std::vector<float> ramp(size_t n, float start) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = start + static_cast<float>(i);
+  return v;
+}
+
+int64_t calls_of(const std::vector<Tensor>& outputs) { return values_of<int64_t>(outputs.at(1)).at(0); }
+
+void expect_scaled(const Tensor& y, const std::vector<float>& x) {
+  const std::vector<float> got = values_of<float>(y);
+  ASSERT_EQ(got.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ(got[i], kScale * x[i]) << "element " << i;
+}
+
+BackendOptions graph_options(int64_t cache_size = 8) {
+  BackendOptions o;
+  o.set("cuda_graphs", true);
+  o.set("cuda_graph_cache_size", cache_size);
+  return o;
+}
+
+TEST_F(CudaExecute, CudaGraphReplaysAfterOneWarmUpRunWithFreshInputsEachCall) {
+  Module module(kGraphProgram);
+  ASSERT_EQ(module.load(aoti_options(graph_options())), Error::Ok) << kiln::last_error_message();
+  std::vector<int64_t> calls;
+  for (int i = 0; i < 5; ++i) {
+    std::vector<float> x = ramp(1000, static_cast<float>(10 * i));
+    auto out = module.forward({cpu_tensor(x)});
+    ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+    ASSERT_TRUE((*out)[0].device().is_cpu());  // CPU inputs: outputs come back to the host
+    expect_scaled((*out)[0], x);
+    calls.push_back(calls_of(*out));
+  }
+  // Warm-up (1), recording (2; the replay right after it returns 2), replays.
+  EXPECT_EQ(calls, (std::vector<int64_t>{1, 2, 2, 2, 2}));
+}
+
+TEST_F(CudaExecute, CudaGraphOutputsAreNotOverwrittenByLaterReplays) {
+  Module module(kGraphProgram);
+  BackendOptions o = graph_options();
+  o.set("keep_outputs_on_device", true);
+  ASSERT_EQ(module.load(aoti_options(o)), Error::Ok) << kiln::last_error_message();
+  std::vector<std::vector<float>> inputs;
+  std::vector<Tensor> results;
+  for (int i = 0; i < 4; ++i) {
+    inputs.push_back(ramp(64, static_cast<float>(100 * i)));
+    auto out = module.forward({cuda_tensor(inputs.back())});
+    ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+    ASSERT_FALSE((*out)[0].device().is_cpu());
+    results.push_back((*out)[0]);
+  }
+  for (size_t i = 0; i < results.size(); ++i) expect_scaled(results[i], inputs[i]);
+}
+
+TEST_F(CudaExecute, CudaGraphOutputsOutliveTheModuleAndItsStream) {
+  std::vector<Tensor> kept;
+  std::vector<std::vector<float>> inputs;
+  {
+    Module module(kGraphProgram);
+    BackendOptions o = graph_options();
+    o.set("keep_outputs_on_device", true);
+    ASSERT_EQ(module.load(aoti_options(o)), Error::Ok) << kiln::last_error_message();
+    for (int i = 0; i < 3; ++i) {  // eager warm-up, recording + replay, replay
+      inputs.push_back(ramp(128, static_cast<float>(i)));
+      auto out = module.forward({cuda_tensor(inputs.back())});
+      ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+      kept.push_back((*out)[0]);
+    }
+  }  // the method's stream is destroyed here
+  for (size_t i = 0; i < kept.size(); ++i) expect_scaled(kept[i], inputs[i]);
+  kept.clear();  // freed after their stream is gone: must not touch it
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+TEST_F(CudaExecute, CudaGraphIsPerInputShapeWithABoundedCache) {
+  Module module(kGraphProgram);
+  ASSERT_EQ(module.load(aoti_options(graph_options(/*cache_size=*/1))), Error::Ok) << kiln::last_error_message();
+  auto run = [&](size_t n) {
+    std::vector<float> x = ramp(n, 1.0f);
+    auto out = module.forward({cpu_tensor(x)});
+    EXPECT_TRUE(out.ok()) << kiln::last_error_message();
+    if (!out.ok()) return int64_t{-1};
+    expect_scaled((*out)[0], x);
+    return calls_of(*out);
+  };
+  EXPECT_EQ(run(8), 1);   // n=8: warm-up
+  EXPECT_EQ(run(8), 2);   // recorded
+  EXPECT_EQ(run(16), 3);  // n=16: its own warm-up
+  EXPECT_EQ(run(16), 4);  // recorded; the cache holds one graph, so n=8's goes
+  EXPECT_EQ(run(16), 4);  // replayed
+  EXPECT_EQ(run(8), 5);   // n=8 was dropped: recorded again (its warm-up is done)
+  EXPECT_EQ(run(8), 5);
+}
+
+TEST_F(CudaExecute, CudaGraphCaptureFailureFallsBackToEagerRuns) {
+  // fake_cuda.kiln synchronises inside Run, which a recording cannot hold.
+  Module module(kProgram);
+  ASSERT_EQ(module.load(aoti_options(graph_options())), Error::Ok) << kiln::last_error_message();
+  for (int i = 0; i < 4; ++i) {
+    std::vector<float> x = ramp(32, static_cast<float>(i));
+    auto out = module.forward({cpu_tensor(x)});
+    ASSERT_TRUE(out.ok()) << "call " << i << ": " << kiln::last_error_message();
+    expect_scaled((*out)[0], x);
+  }
+  // The eager fallback left the device healthy: an unrelated module still runs.
+  Module other(kGraphProgram);
+  std::vector<float> x = ramp(32, 5.0f);
+  auto out = other.forward({cpu_tensor(x)});
+  ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+  expect_scaled((*out)[0], x);
+}
+
+TEST_F(CudaExecute, CudaGraphsNeedOneModelInstance) {
+  Module module(kGraphProgram);
+  BackendOptions o = graph_options();
+  o.set("num_models", 2);
+  ASSERT_EQ(module.load(aoti_options(o)), Error::Ok);  // options are checked when a method loads
+  EXPECT_EQ(module.load_method("forward"), Error::InvalidArgument);
+  EXPECT_NE(kiln::last_error_message().find("num_models"), std::string::npos) << kiln::last_error_message();
+}
+
+TEST_F(CudaExecute, CudaGraphMemoryIsReturnedWhenTheModuleGoes) {
+  auto before = kiln::cuda::memory_stats(0);
+  ASSERT_TRUE(before.ok());
+  for (int i = 0; i < 20; ++i) {
+    Module module(kGraphProgram);
+    ASSERT_EQ(module.load(aoti_options(graph_options())), Error::Ok) << kiln::last_error_message();
+    for (int k = 0; k < 3; ++k) {
+      std::vector<float> x = ramp(256, 1.0f);
+      auto out = module.forward({cpu_tensor(x)});
+      ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+    }
   }
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   auto after = kiln::cuda::memory_stats(0);

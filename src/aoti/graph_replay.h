@@ -1,0 +1,97 @@
+// GraphReplay: CUDA-graph execution of one loaded method (aoti option
+// cuda_graphs). For each input signature (dtype, sizes, strides of every
+// input) the method first runs eagerly once (warm-up: lazy kernel loading,
+// library handles and algorithm caches happen there, outside any recording),
+// then one run is recorded into a graph against static input buffers, and
+// later calls with that signature copy their inputs into those buffers,
+// replay the graph and copy the outputs out. The outputs a caller gets are
+// always fresh tensors, so a replay never overwrites what an earlier call
+// returned.
+//
+// A signature whose recording fails (the model does something a graph cannot
+// hold, or the stream is the legacy default stream) is remembered and runs
+// eagerly from then on; the reason is logged once as a warning. At most
+// `capacity` graphs are kept; the least recently used one is dropped first.
+//
+// Ownership: owns its graphs (through the device interface) and their static
+// input buffers and recorded outputs, which point into the graphs' memory and
+// are dropped before the graphs. Not thread-safe: the method serialises calls.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/device.h"
+#include "kiln/device_interface.h"
+#include "kiln/tensor.h"
+
+namespace kiln::aoti {
+
+class GraphReplay {
+ public:
+  /// Runs the model once on inputs already on the method's device; returns its
+  /// outputs. The callback is the method's single-threaded run.
+  using RunFn = std::function<Result<std::vector<Tensor>>(std::vector<Tensor> device_inputs)>;
+
+  GraphReplay(DeviceInterface* device, Device where, size_t capacity, std::string method_label);
+  ~GraphReplay();
+  GraphReplay(const GraphReplay&) = delete;
+  GraphReplay& operator=(const GraphReplay&) = delete;
+
+  /// Executes `inputs` (each on the host or on the method's device) on
+  /// `stream`: replays the signature's graph, or runs `run` eagerly (warm-up,
+  /// or signatures that cannot be recorded) after staging inputs to the
+  /// device, or records a graph and replays it. Outputs are on the device,
+  /// ordered on `stream`.
+  Result<std::vector<Tensor>> execute(std::span<const Tensor> inputs, StreamHandle stream, const RunFn& run);
+
+  /// Graphs currently kept; for tests and diagnostics.
+  size_t num_graphs() const noexcept { return graphs_.size(); }
+  /// Calls served by a replay since load; for tests and diagnostics.
+  uint64_t num_replays() const noexcept { return replays_; }
+
+ private:
+  struct Graph {
+    GraphHandle handle = nullptr;
+    std::vector<Tensor> static_inputs;
+    std::vector<Tensor> recorded_outputs;
+  };
+  struct SignatureState {
+    unsigned eager_runs = 0;
+    bool eager_only = false;
+  };
+
+  static std::string signature_of(std::span<const Tensor> inputs);
+  // A device buffer with `like`'s sizes and strides, allocated on `stream`.
+  // Internal buffers (static inputs, staged copies) are freed on `stream`,
+  // which outlives them. Buffers handed to the caller are freed on whatever
+  // stream is current when their last reference goes, like the outputs the
+  // model allocates itself: the caller may keep them after the method (and
+  // its stream) is gone.
+  enum class FreeOn { RunStream, CurrentStream };
+  Result<Tensor> device_buffer_like(const Tensor& like, StreamHandle stream, FreeOn free_on) const;
+  // Copies `src`'s bytes (host or device, same geometry) into `dst` on `stream`.
+  Error copy_into(const Tensor& dst, const Tensor& src, StreamHandle stream) const;
+  Result<std::vector<Tensor>> stage(std::span<const Tensor> inputs, StreamHandle stream) const;
+  Result<std::vector<Tensor>> replay(Graph& graph, std::span<const Tensor> inputs, StreamHandle stream);
+  // Records one run; on failure returns the reason (and nothing is kept).
+  Result<Graph> record(std::span<const Tensor> inputs, StreamHandle stream, const RunFn& run);
+  void drop(Graph& graph) noexcept;
+
+  DeviceInterface* device_;
+  Device where_;
+  size_t capacity_;
+  std::string label_;
+  std::map<std::string, Graph> graphs_;
+  std::list<std::string> recency_;  // front: most recently used signature with a graph
+  std::map<std::string, SignatureState> signatures_;
+  uint64_t replays_ = 0;
+};
+
+}  // namespace kiln::aoti
