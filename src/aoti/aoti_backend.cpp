@@ -21,6 +21,7 @@ struct OptionSpec {
 };
 
 constexpr const char* kStreamChoices[] = {"per_method", "shared", "caller", nullptr};
+constexpr const char* kWeightsChoices[] = {"auto", "kiln", "library", nullptr};
 
 constexpr OptionSpec kOptions[] = {
     {"device_index", OptionType::Int, 0, 1024, nullptr},
@@ -30,6 +31,8 @@ constexpr OptionSpec kOptions[] = {
     {"max_memory_bytes", OptionType::Int, 1, INT64_MAX, nullptr},
     {"cuda_graphs", OptionType::Bool, 0, 0, nullptr},
     {"cuda_graph_cache_size", OptionType::Int, 1, 1024, nullptr},
+    {"weights", OptionType::String, 0, 0, kWeightsChoices},
+    {"verify_weights", OptionType::Bool, 0, 0, nullptr},
 };
 
 const char* type_name(OptionType type) {
@@ -114,6 +117,11 @@ Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(std::shared_ptr
   config.keep_outputs_on_device = options.get_bool("keep_outputs_on_device").value_or(false);
   config.max_memory_bytes = static_cast<size_t>(options.get_int("max_memory_bytes").value_or(0));
   config.cuda_graphs = options.get_bool("cuda_graphs").value_or(false);
+  // auto: Kiln on devices with memory of their own; on the CPU the library
+  // already reads its weights in place from the mapping.
+  const std::string weights = options.get_string("weights").value_or("auto");
+  config.kiln_places_weights = weights == "kiln" || (weights == "auto" && !config.device.is_cpu());
+  config.verify_weights = options.get_bool("verify_weights").value_or(true);
   config.cuda_graph_cache_size = static_cast<size_t>(options.get_int("cuda_graph_cache_size").value_or(8));
   DeviceInterface* iface = get_device_interface(config.device.type);
   if (!iface || iface->device_count() <= config.device.index)

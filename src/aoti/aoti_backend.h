@@ -35,6 +35,15 @@
 //                        warning says why). Default false.
 //   cuda_graph_cache_size (int) graphs kept per method, least recently used
 //                        dropped first (default 8)
+//   weights      (string) "kiln": when the program carries a weights table,
+//                        Kiln places the weights (device_weights.h: bulk
+//                        overlapped upload on CUDA, in place from the mapping
+//                        on CPU, shared between the methods of a program);
+//                        "library": the library loads its blob itself (on the
+//                        CPU it, too, reads the mapping in place); "auto"
+//                        (default): kiln for device methods, library on CPU.
+//   verify_weights (bool) check the weights blob's SHA-256 before use
+//                        (default true; false skips hashing large blobs)
 #pragma once
 
 #include "runtime/backend.h"

@@ -94,29 +94,20 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
 
   if (!method.weights_key.empty()) {
     KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> weights,
-                          program->named_data_bytes(method.weights_key, /*verify_digest=*/true));
-    if (!self->entry_.update_constants_from_blob)
-      return set_error(Error::NotSupported, label + ": the library cannot load weights from a blob "
-                                                    "(AOTInductorModelUpdateConstantsFromBlob is missing; "
-                                                    "export with torch >= 2.9)");
-    if (self->entry_.get_constants_blob_size) {
-      uint64_t expected = 0;
-      if (self->entry_.get_constants_blob_size(self->container_, &expected) != 0)
-        return backend_failure(label + ": querying the weights blob size");
-      if (expected != weights.size())
-        return set_error(Error::InvalidProgram, label + ": the library expects " + std::to_string(expected) +
-                                                    " bytes of weights but the program holds " +
-                                                    std::to_string(weights.size()));
-    }
-    // The container copies the blob into one allocation of its own (host
-    // malloc or cudaMalloc, outside the shims): charged here, until unload.
+                          program->named_data_bytes(method.weights_key, config.verify_weights));
+    // Weights are charged to the budget until unload, before anything holds
+    // them: the container copies the blob into an allocation of its own (host
+    // malloc or cudaMalloc, outside the shims), or Kiln places them (shared by
+    // the program's methods, but each method's limit counts them).
     if (self->budget_) {
       KILN_RETURN_IF_ERROR(self->budget_->charge(weights.size(), "its weights"));
       self->weights_charged_ = weights.size();
     }
-    clear_error();
-    if (self->entry_.update_constants_from_blob(self->container_, weights.data()) != 0)
-      return backend_failure(label + ": loading weights");
+    bool placed = false;
+    if (config.kiln_places_weights) {
+      KILN_ASSIGN_OR_RETURN(placed, self->place_weights(method, weights, label));
+    }
+    if (!placed) KILN_RETURN_IF_ERROR(self->load_weights_blob(weights, label));
   }
   if (config.cuda_graphs) {
     if (config.device.type != DeviceType::CUDA)
@@ -140,6 +131,49 @@ AotiMethod::~AotiMethod() {
   // The container's code lives in the library: delete it before dlclose.
   if (container_ && entry_.destroy) entry_.destroy(container_);
   if (budget_) budget_->release(weights_charged_);
+  for (AtenTensorHandle h : constant_handles_) delete_handle(h);
+}
+
+Error AotiMethod::load_weights_blob(std::span<const uint8_t> weights, const std::string& label) {
+  if (!entry_.update_constants_from_blob)
+    return set_error(Error::NotSupported, label + ": the library cannot load weights from a blob "
+                                                  "(AOTInductorModelUpdateConstantsFromBlob is missing; "
+                                                  "export with torch >= 2.9)");
+  if (entry_.get_constants_blob_size) {
+    uint64_t expected = 0;
+    if (entry_.get_constants_blob_size(container_, &expected) != 0)
+      return backend_failure(label + ": querying the weights blob size");
+    if (expected != weights.size())
+      return set_error(Error::InvalidProgram, label + ": the library expects " + std::to_string(expected) +
+                                                  " bytes of weights but the program holds " +
+                                                  std::to_string(weights.size()));
+  }
+  clear_error();
+  if (entry_.update_constants_from_blob(container_, weights.data()) != 0)
+    return backend_failure(label + ": loading weights");
+  return Error::Ok;
+}
+
+Result<bool> AotiMethod::place_weights(const MethodInfo& method, std::span<const uint8_t> blob,
+                                       const std::string& label) {
+  auto table = method.metadata.find(std::string(kConstantsMetadataKey));
+  if (table == method.metadata.end() || !entry_.update_user_managed_constant_buffer_pairs) return false;
+  KILN_ASSIGN_OR_RETURN(std::vector<ConstantEntry> entries, parse_constants_table(table->second, blob.size()));
+  std::shared_ptr<WeightStore> store = WeightStore::for_program(program_, device_);
+  auto tensors = store->place(entries, blob);
+  if (!tensors.ok()) return set_error(tensors.error(), label + ": " + last_error_message());
+  std::vector<ConstantMapEntry> pairs;
+  pairs.reserve(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    constant_handles_.push_back(new_handle((*tensors)[i]));
+    pairs.push_back(ConstantMapEntry{entries[i].name.c_str(), constant_handles_.back()});
+  }
+  clear_error();
+  if (entry_.update_user_managed_constant_buffer_pairs(container_, pairs.data(), pairs.size(),
+                                                       /*use_inactive=*/false, /*validate_full_update=*/true) != 0)
+    return backend_failure(label + ": handing the weights to the model container");
+  weights_ = std::move(store);
+  return true;
 }
 
 Result<Tensor> AotiMethod::to_device(const Tensor& input, StreamHandle stream) const {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "aoti/aoti_library.h"
+#include "aoti/device_weights.h"
 #include "aoti/entry_points.h"
 #include "aoti/memory_budget.h"
 #include "aoti/graph_replay.h"
@@ -67,6 +68,11 @@ struct AotiMethodConfig {
   /// Replay CUDA graphs per input signature (graph_replay.h), keeping at most
   /// cuda_graph_cache_size of them.
   bool cuda_graphs = false;
+  /// Kiln places the weights itself when the program has a weights table
+  /// (device_weights.h); false: the library loads its blob.
+  bool kiln_places_weights = true;
+  /// Check the weights blob's SHA-256 before use (the library's always is).
+  bool verify_weights = true;
   size_t cuda_graph_cache_size = 8;
   /// The run stream for PerMethod / Shared device methods (null otherwise).
   std::shared_ptr<OwnedStream> stream;
@@ -92,6 +98,11 @@ class AotiMethod final : public MethodExecutor {
   Result<Tensor> to_device(const Tensor& input, StreamHandle stream) const;
   // Device output -> a host tensor with the same geometry (synchronises `stream`).
   Result<Tensor> to_host(const Tensor& output, StreamHandle stream) const;
+  // Weights placed by Kiln from the method's weights table; false (nothing
+  // done) when the program or library does not allow it.
+  Result<bool> place_weights(const MethodInfo& method, std::span<const uint8_t> blob, const std::string& label);
+  // The library copies its weights blob itself.
+  Error load_weights_blob(std::span<const uint8_t> weights, const std::string& label);
   // One run of the container on inputs already where the model wants them.
   Result<std::vector<Tensor>> run_model(std::vector<Tensor> staged, StreamHandle stream);
   // Device methods: synchronise, or copy outputs to the host (option rules).
@@ -115,6 +126,10 @@ class AotiMethod final : public MethodExecutor {
   ContainerHandle container_ = nullptr;
   size_t num_inputs_ = 0;
   size_t num_outputs_ = 0;
+  // Weights placed by Kiln: the store keeps them, the handles lend them to the
+  // container (which never frees them); both go after the container.
+  std::shared_ptr<WeightStore> weights_;
+  std::vector<AtenTensorHandle> constant_handles_;
   // Declared after container_: destroyed before it (the destructor also
   // resets it first, explicitly).
   std::unique_ptr<GraphReplay> graphs_;

@@ -33,6 +33,8 @@ Result<EntryPoints> EntryPoints::resolve(const AotiLibrary& library) {
   lookup(library, "AOTInductorModelUpdateConstantsFromBlob", &e.update_constants_from_blob);
   lookup(library, "AOTInductorModelContainerGetNumConstants", &e.get_num_constants);
   lookup(library, "AOTInductorModelContainerGetCallSpec", &e.get_call_spec);
+  lookup(library, "AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
+         &e.update_user_managed_constant_buffer_pairs);
   return e;
 }
 

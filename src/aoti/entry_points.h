@@ -17,6 +17,11 @@ struct ContainerOpaque;
 using ContainerHandle = ContainerOpaque*;
 using AotiStreamHandle = void*;
 using ProxyExecutorHandle = void*;
+/// One (constant name, tensor) pair of a user-managed constant buffer.
+struct ConstantMapEntry {
+  const char* name;
+  AtenTensorHandle handle;
+};
 
 struct EntryPoints {
   // Required.
@@ -35,6 +40,10 @@ struct EntryPoints {
   AOTIRuntimeError (*update_constants_from_blob)(ContainerHandle, const uint8_t*) = nullptr;
   AOTIRuntimeError (*get_num_constants)(ContainerHandle, size_t*) = nullptr;
   AOTIRuntimeError (*get_call_spec)(ContainerHandle, const char**, const char**) = nullptr;
+  // Constants the caller owns (the container borrows the handles).
+  AOTIRuntimeError (*update_user_managed_constant_buffer_pairs)(ContainerHandle, const ConstantMapEntry* pairs,
+                                                                size_t num_pairs, bool use_inactive,
+                                                                bool validate_full_update) = nullptr;
 
   /// Looks every entry point up in `library`. BackendFailed naming the first
   /// missing required one.

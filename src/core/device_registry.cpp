@@ -20,6 +20,14 @@ Error DeviceInterface::copy_strided(void*, const int64_t*, const void*, const in
                    std::string("strided copies on ") + device_type_name(type()) + " are not supported");
 }
 
+Error DeviceInterface::upload(std::span<const UploadRegion> regions, int index) {
+  for (const UploadRegion& r : regions) {
+    Error err = copy(r.dst, r.src, r.nbytes, CopyKind::HostToDevice, index, nullptr);
+    if (err != Error::Ok) return err;
+  }
+  return synchronize(index, nullptr);
+}
+
 Error DeviceInterface::begin_capture(int, StreamHandle) {
   return set_error(Error::NotSupported, std::string("graph capture on ") + device_type_name(type()) +
                                             " is not supported");

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterable
 
+from kiln.exporter.constants_table import METADATA_KEY as CONSTANTS_METADATA_KEY
+from kiln.exporter.constants_table import encode_constants_table, parse_constants_info
 from kiln.exporter.elf_imports import read_elf_imports
 from kiln.exporter.progress import Progress
 
@@ -324,6 +326,11 @@ class AotiBackend:
             self.codesign_so(so_path, specs)
             library = Path(so_path).read_bytes()
             weights = Path(blob_path).read_bytes() if blob_path else b""
+            if cpp_path and weights:
+                table = encode_constants_table(
+                    parse_constants_info(Path(cpp_path).read_text(errors="replace")), weights, device)
+                if table:
+                    meta[CONSTANTS_METADATA_KEY] = table
         finally:
             shutil.rmtree(out_dir, ignore_errors=True)
 

@@ -9,6 +9,7 @@
 
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/cuda_graph_capture.h"
+#include "devices/cuda/cuda_upload.h"
 #include "devices/cuda/cuda_thread_state.h"
 #include "devices/cuda/strided_copy.h"
 #include "kiln/log.h"
@@ -199,6 +200,11 @@ Result<int> CudaDevice::compute_capability(int index) {
   KILN_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
                                    "cudaDeviceGetAttribute(ComputeCapabilityMinor)"));
   return major * 10 + minor;
+}
+
+Error CudaDevice::upload(std::span<const UploadRegion> regions, int index) {
+  KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
+  return upload_regions(device, regions);
 }
 
 Error CudaDevice::begin_capture(int index, StreamHandle stream) {

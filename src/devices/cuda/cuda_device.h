@@ -59,6 +59,9 @@ class CudaDevice final : public DeviceInterface {
   /// cudaDevAttrComputeCapabilityMajor * 10 + ...Minor.
   Result<int> compute_capability(int index) override;
 
+  /// Pinned, multi-threaded staging for large uploads (cuda_upload.h).
+  Error upload(std::span<const UploadRegion> regions, int index) override;
+
   /// CUDA graphs (cuda_graph_capture.h): while the calling thread records,
   /// allocate() on it returns graph-owned memory, and frees of pool memory are
   /// held back until end_capture (which then fails the recording).

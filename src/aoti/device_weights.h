@@ -1,0 +1,67 @@
+// WeightStore: the weights of one program's methods on one device, placed by
+// Kiln from the weights table (constants_table.h) instead of by the library.
+//
+// Why: the library's own loader copies its blob constant by constant with
+// synchronous pageable cudaMemcpy, keeps a private copy per method, and on the
+// CPU duplicates weights that are already in the program's mapping. Here:
+//   - CUDA: every constant gets its own device buffer, filled by one bulk
+//     upload (DeviceInterface::upload: pinned staging, parallel, overlapped);
+//   - CPU: constants the model never writes (parameters, tensor constants) are
+//     views of the program's read-only mapping, so they cost no copy and no
+//     private memory; buffers (which a model may update in place) are copied;
+//   - methods of one program that use the same constant (same FQN, same bytes,
+//     same geometry) get the same tensor, so shared weights live once.
+//
+// Ownership: a store belongs to the methods of its program on its device
+// (shared_ptr; a registry keeps only weak references, like shared streams)
+// and keeps the program, hence its mapping, alive. The tensors it hands out
+// stay valid while any method holds the store.
+//
+// Thread-safety: place() may be called from several threads.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "aoti/constants_table.h"
+#include "kiln/device.h"
+#include "kiln/program_file.h"
+#include "kiln/tensor.h"
+
+namespace kiln::aoti {
+
+class WeightStore {
+ public:
+  /// The store of `program` on `device`: the live one if a method holds it,
+  /// else a new one.
+  static std::shared_ptr<WeightStore> for_program(const std::shared_ptr<const ProgramFile>& program, Device device);
+
+  /// One tensor per entry, in order: shared with an earlier call when it
+  /// placed the same constant, else placed now from `blob` (the method's
+  /// weights in the program mapping).
+  Result<std::vector<Tensor>> place(const std::vector<ConstantEntry>& entries, std::span<const uint8_t> blob);
+
+  /// Bytes this store copied to device (or private host) memory, and bytes
+  /// it serves in place from the mapping. For tests and diagnostics.
+  uint64_t bytes_copied() const;
+  uint64_t bytes_in_place() const;
+
+  WeightStore(std::shared_ptr<const ProgramFile> program, Device device)
+      : program_(std::move(program)), device_(device) {}
+
+ private:
+  static std::string share_key(const ConstantEntry& e);
+
+  std::shared_ptr<const ProgramFile> program_;
+  Device device_;
+  mutable std::mutex mutex_;
+  std::map<std::string, Tensor> shared_;  // share_key -> placed tensor
+  uint64_t bytes_copied_ = 0;
+  uint64_t bytes_in_place_ = 0;
+};
+
+}  // namespace kiln::aoti

@@ -1,0 +1,117 @@
+#include "devices/cuda/cuda_upload.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "devices/cuda/cuda_check.h"
+#include "devices/cuda/cuda_thread_state.h"
+
+namespace kiln::cudadev {
+namespace {
+
+constexpr size_t kChunkBytes = size_t{8} << 20;
+// Below this, staging costs more (pinned allocation, threads) than it saves.
+constexpr size_t kStagingThreshold = size_t{64} << 20;
+constexpr unsigned kMaxWorkers = 4;
+
+struct Chunk {
+  void* dst;
+  const void* src;
+  size_t nbytes;
+};
+
+// One worker: two pinned buffers, one stream, one event per buffer.
+class Worker {
+ public:
+  explicit Worker(int device) : device_(device) {}
+  ~Worker() {
+    ScopedDevice scoped(device_);
+    for (int i = 0; i < 2; ++i) {
+      if (events_[i]) (void)cudaEventDestroy(events_[i]);
+      if (buffers_[i]) (void)cudaFreeHost(buffers_[i]);
+    }
+    if (stream_) (void)cudaStreamDestroy(stream_);
+    (void)cudaGetLastError();
+  }
+
+  Error run(const std::vector<Chunk>& chunks, std::atomic<size_t>* next) {
+    ScopedDevice scoped(device_);
+    KILN_RETURN_IF_ERROR(scoped.status());
+    KILN_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    for (int i = 0; i < 2; ++i) {
+      KILN_RETURN_IF_ERROR(cuda_status(cudaHostAlloc(&buffers_[i], kChunkBytes, cudaHostAllocDefault),
+                                       "cudaHostAlloc of a " + std::to_string(kChunkBytes >> 20) +
+                                           " MiB staging buffer"));
+      KILN_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&events_[i], cudaEventDisableTiming));
+    }
+    int slot = 0;
+    bool used[2] = {false, false};
+    for (size_t i = next->fetch_add(1); i < chunks.size(); i = next->fetch_add(1)) {
+      const Chunk& c = chunks[i];
+      if (used[slot]) KILN_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(events_[slot]));
+      std::memcpy(buffers_[slot], c.src, c.nbytes);
+      KILN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(c.dst, buffers_[slot], c.nbytes, cudaMemcpyHostToDevice, stream_));
+      KILN_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[slot], stream_));
+      used[slot] = true;
+      slot ^= 1;
+    }
+    KILN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    return Error::Ok;
+  }
+
+ private:
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  void* buffers_[2] = {nullptr, nullptr};
+  cudaEvent_t events_[2] = {nullptr, nullptr};
+};
+
+}  // namespace
+
+Error upload_regions(int device, std::span<const UploadRegion> regions) {
+  size_t total = 0;
+  for (const UploadRegion& r : regions) total += r.nbytes;
+  ScopedDevice scoped(device);
+  KILN_RETURN_IF_ERROR(scoped.status());
+  if (total < kStagingThreshold) {
+    for (const UploadRegion& r : regions)
+      if (r.nbytes) KILN_CUDA_RETURN_IF_ERROR(cudaMemcpy(r.dst, r.src, r.nbytes, cudaMemcpyHostToDevice));
+    return Error::Ok;
+  }
+  std::vector<Chunk> chunks;
+  chunks.reserve(total / kChunkBytes + regions.size());
+  for (const UploadRegion& r : regions)
+    for (size_t off = 0; off < r.nbytes; off += kChunkBytes)
+      chunks.push_back(Chunk{static_cast<char*>(r.dst) + off, static_cast<const char*>(r.src) + off,
+                             std::min(kChunkBytes, r.nbytes - off)});
+
+  const unsigned workers = std::clamp<unsigned>(std::thread::hardware_concurrency() / 2, 1, kMaxWorkers);
+  std::atomic<size_t> next{0};
+  std::vector<Error> status(workers, Error::Ok);
+  std::vector<std::string> messages(workers);
+  std::vector<std::thread> threads;
+  threads.reserve(workers);
+  for (unsigned w = 0; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      Worker worker(device);
+      status[w] = worker.run(chunks, &next);
+      if (status[w] != Error::Ok) {
+        messages[w] = last_error_message();
+        next.store(chunks.size());  // the others stop after their current chunk
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (unsigned w = 0; w < workers; ++w)
+    if (status[w] != Error::Ok) return set_error(status[w], "uploading weights: " + messages[w]);
+  return Error::Ok;
+}
+
+}  // namespace kiln::cudadev

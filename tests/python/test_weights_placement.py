@@ -1,0 +1,115 @@
+"""Weights placed by Kiln from the exporter's weights table (aoti.weights="kiln",
+the default for device methods) against the library's own blob loading
+(aoti.weights="library", the CPU default): same results as eager, and on the
+CPU neither copies parameters out of the program's mapping."""
+
+import os
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import kiln
+from kiln.runtime import Module
+
+D_IN, D_OUT = 512, 4096  # 8 MiB of float32 weight: large against the noise of a load
+
+
+class Head(nn.Module):
+    def __init__(self, shared: nn.Linear, scale: float):
+        super().__init__()
+        self.shared = shared
+        self.register_buffer("offset", torch.full((D_OUT,), scale))
+
+    def forward(self, x):
+        return torch.tanh(self.shared(x)) + self.offset
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    torch.manual_seed(0)
+    shared = nn.Linear(D_IN, D_OUT)
+    first, second = Head(shared, 0.5).eval(), Head(shared, -0.25).eval()
+    x = torch.randn(4, D_IN)
+    eps = {"first": torch.export.export(first, (x,)), "second": torch.export.export(second, (x,))}
+    program = kiln.export(eps, backend="cpu", verbose=False)
+    path = tmp_path_factory.mktemp("weights") / "two_heads.kiln"
+    program.save(str(path))
+    return path, program, {"first": first, "second": second}
+
+
+def anonymous_kib() -> int:
+    with open("/proc/self/smaps_rollup") as f:
+        for line in f:
+            if line.startswith("Anonymous:"):
+                return int(line.split()[1])
+    raise AssertionError("no Anonymous line in smaps_rollup")
+
+
+def test_exporter_records_the_weights_table(program):
+    _, compiled, _ = program
+    for name, method in compiled.methods.items():
+        table = method.metadata.get("aoti_constants")
+        assert table, f"{name}: no weights table"
+        rows = [line.split("\t") for line in table.splitlines()]
+        fqns = {r[1] for r in rows}
+        assert "shared.weight" in fqns, fqns
+        weight = next(r for r in rows if r[1] == "shared.weight")
+        assert weight[2] == "float32" and weight[3] == "Parameter"
+        assert weight[7] == f"{D_OUT},{D_IN}" and int(weight[5]) >= D_OUT * D_IN * 4
+
+
+@pytest.mark.parametrize("placement", ["kiln", "library"])
+def test_results_match_eager(program, placement):
+    path, _, models = program
+    module = Module(str(path))
+    module.load({"aoti": {"weights": placement}})
+    for name, model in models.items():
+        x = torch.randn(4, D_IN)
+        (got,) = module.execute(name, [x.numpy()])
+        with torch.no_grad():
+            want = model(x).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    module.close()
+
+
+def load_cost_kib(path, placement) -> int:
+    """Anonymous memory a module with both methods loaded adds to the process."""
+    before = anonymous_kib()
+    module = Module(str(path))
+    module.load({"aoti": {"weights": placement}})
+    module.load_method("first")
+    module.load_method("second")
+    cost = anonymous_kib() - before
+    module.close()
+    return cost
+
+
+def test_cpu_parameters_are_not_copied_at_load(program):
+    path, _, _ = program
+    weight_kib = D_OUT * D_IN * 4 // 1024
+    for placement in ("kiln", "library"):  # warm-up: libraries, allocator arenas
+        load_cost_kib(path, placement)
+    for placement in ("kiln", "library"):
+        cost = load_cost_kib(path, placement)
+        # Two methods use the 8 MiB weight; a copy would show up as anonymous memory.
+        assert cost < weight_kib * 0.25, (placement, cost, weight_kib)
+
+
+def test_verify_weights_off_still_loads(program):
+    path, _, models = program
+    module = Module(str(path))
+    module.load({"aoti": {"weights": "kiln", "verify_weights": False}})
+    x = torch.randn(4, D_IN)
+    (got,) = module.execute("first", [x.numpy()])
+    with torch.no_grad():
+        np.testing.assert_allclose(got, models["first"](x).numpy(), rtol=1e-5, atol=1e-5)
+    module.close()
+
+
+def test_unknown_placement_is_refused(program):
+    path, _, _ = program
+    module = Module(str(path))
+    with pytest.raises(Exception, match="weights"):
+        module.load({"aoti": {"weights": "elsewhere"}})
