@@ -14,4 +14,7 @@ int inspect_command(std::span<const std::string> args);
 extern const char kRunUsage[];
 int run_command(std::span<const std::string> args);
 
+extern const char kImportUsage[];
+int import_command(std::span<const std::string> args);
+
 }  // namespace kiln::tools

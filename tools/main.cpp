@@ -26,6 +26,8 @@ constexpr CommandEntry kCommands[] = {
      &kiln::tools::inspect_command},
     {"run", "run a method on .npy or random inputs, print outputs and timings", kiln::tools::kRunUsage,
      &kiln::tools::run_command},
+    {"import", "convert a PyTorch .pt2 package (AOTInductor, no libtorch) into a program", kiln::tools::kImportUsage,
+     &kiln::tools::import_command},
 };
 
 std::string general_usage() {

@@ -20,7 +20,7 @@ struct OptionSpec {
   const char* const* choices = nullptr;  // String only, null-terminated
 };
 
-constexpr const char* kStreamChoices[] = {"per_method", "shared", "caller", nullptr};
+constexpr const char* kStreamChoices[] = {"per_method", "shared", "caller", "per_thread", nullptr};
 constexpr const char* kWeightsChoices[] = {"auto", "kiln", "library", nullptr};
 
 constexpr OptionSpec kOptions[] = {
@@ -57,6 +57,7 @@ StreamPolicy stream_policy(const BackendOptions& options) {
   const std::string s = options.get_string("stream").value_or("per_method");
   if (s == "shared") return StreamPolicy::Shared;
   if (s == "caller") return StreamPolicy::Caller;
+  if (s == "per_thread") return StreamPolicy::PerThread;
   return StreamPolicy::PerMethod;
 }
 

@@ -18,6 +18,11 @@
 //                        null = legacy default stream) and does not
 //                        synchronise device outputs: they are ordered on that
 //                        stream, like any work the caller queues there.
+//                   "per_thread" each calling thread runs on a stream of its
+//                        own (created at its first call, destroyed when the
+//                        thread exits); with num_models > 1, threads calling
+//                        one method run on the GPU concurrently. Synchronised
+//                        like per_method.
 //   keep_outputs_on_device (bool) device methods: return outputs on the device
 //                        even when every input was a CPU tensor (default
 //                        false: outputs are copied to the host then, and stay

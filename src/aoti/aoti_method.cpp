@@ -54,6 +54,16 @@ Result<std::shared_ptr<OwnedStream>> OwnedStream::shared_for(const void* program
   return stream;
 }
 
+Result<StreamHandle> OwnedStream::for_this_thread(DeviceInterface* device, int index) {
+  // Keyed by device interface and index; a thread runs few devices.
+  thread_local std::map<std::pair<DeviceInterface*, int>, std::shared_ptr<OwnedStream>> streams;
+  auto& slot = streams[{device, index}];
+  if (!slot) {
+    KILN_ASSIGN_OR_RETURN(slot, create(device, index));
+  }
+  return slot->get();
+}
+
 Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const ProgramFile> program,
                                                      const MethodInfo& method, const AotiMethodConfig& config) {
   const std::string label = "method '" + method.name + "'";
@@ -76,10 +86,13 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   KILN_ASSIGN_OR_RETURN(self->library_, AotiLibrary::load(library_bytes, label));
   KILN_ASSIGN_OR_RETURN(self->entry_, EntryPoints::resolve(*self->library_));
 
+  KILN_ASSIGN_OR_RETURN(self->kernels_, KernelDirectory::create(*program, method));
+
   clear_error();
   (void)take_out_of_memory();  // a stale error from an earlier call on this thread
   const std::string device = device_string(config.device);
-  if (self->entry_.create_with_device(&self->container_, config.num_models, device.c_str(), nullptr) != 0 ||
+  const char* kernel_dir = self->kernels_ ? self->kernels_->path().c_str() : nullptr;
+  if (self->entry_.create_with_device(&self->container_, config.num_models, device.c_str(), kernel_dir) != 0 ||
       !self->container_)
     return backend_failure(label + ": creating the AOTInductor model container on " + device);
 
@@ -276,8 +289,16 @@ Result<std::vector<Tensor>> AotiMethod::finish_device_outputs(std::vector<Tensor
 Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) {
   const bool on_device = !device_.is_cpu();
   StreamHandle stream = nullptr;
-  if (on_device)
-    stream = stream_policy_ == StreamPolicy::Caller || !stream_ ? iface_->current_stream(device_.index) : stream_->get();
+  if (on_device) {
+    if (stream_policy_ == StreamPolicy::PerThread) {
+      auto own = OwnedStream::for_this_thread(iface_, device_.index);
+      if (!own.ok()) return set_error(own.error(), "method '" + name_ + "': " + last_error_message());
+      stream = *own;
+    } else {
+      stream = stream_policy_ == StreamPolicy::Caller || !stream_ ? iface_->current_stream(device_.index)
+                                                                   : stream_->get();
+    }
+  }
 
   bool any_device_input = false;
   for (size_t i = 0; i < inputs.size(); ++i) {

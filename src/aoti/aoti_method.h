@@ -25,13 +25,14 @@
 #include "aoti/entry_points.h"
 #include "aoti/memory_budget.h"
 #include "aoti/graph_replay.h"
+#include "aoti/kernel_directory.h"
 #include "kiln/device.h"
 #include "kiln/device_interface.h"
 #include "runtime/backend.h"
 
 namespace kiln::aoti {
 
-enum class StreamPolicy { PerMethod, Shared, Caller };
+enum class StreamPolicy { PerMethod, Shared, Caller, PerThread };
 
 /// A device stream Kiln created, destroyed with the last reference. Thread-safe
 /// to share; the stream itself follows the device's rules.
@@ -45,6 +46,10 @@ class OwnedStream {
   /// entry keeps its program alive (methods hold the program), so a program's
   /// address is never mistaken for another's.
   static Result<std::shared_ptr<OwnedStream>> shared_for(const void* program, DeviceInterface* device, int index);
+  /// The calling thread's own stream on device `index`, created on its first
+  /// use and destroyed when the thread exits (shared by every method the
+  /// thread runs there).
+  static Result<StreamHandle> for_this_thread(DeviceInterface* device, int index);
   ~OwnedStream();
   OwnedStream(const OwnedStream&) = delete;
   OwnedStream& operator=(const OwnedStream&) = delete;
@@ -122,6 +127,8 @@ class AotiMethod final : public MethodExecutor {
   std::shared_ptr<MemoryBudget> budget_;  // null: no limit
   size_t weights_charged_ = 0;
   std::unique_ptr<AotiLibrary> library_;
+  // Kernel files the library loads lazily (null when they are embedded).
+  std::unique_ptr<KernelDirectory> kernels_;
   EntryPoints entry_;
   ContainerHandle container_ = nullptr;
   size_t num_inputs_ = 0;

@@ -14,6 +14,7 @@
 #include "program/file_format.h"
 #include "program/mapped_file.h"
 #include "program/sha256.h"
+#include "program/zip_archive.h"
 
 namespace kiln {
 
@@ -97,7 +98,10 @@ Error ProgramFile::Impl::check_header(pf::ProgramHeader* header) {
     return invalid("truncated: " + std::to_string(file_size) + " bytes, shorter than the 8-byte magic at offset 0");
   if (std::memcmp(p, pf::kProgramMagic.data(), pf::kProgramMagic.size()) != 0)
     return invalid("bad magic at offset 0: expected \"KILNPROG\", found 0x" + hex({p, 8}) +
-                   " (not a Kiln program file)");
+                   (ZipArchive::has_zip_magic({p, 8})
+                        ? " (a ZIP archive: for a PyTorch .pt2 package, convert it with `kiln import` or load it "
+                          "with Module / `kiln run`, which import it directly)"
+                        : " (not a Kiln program file)"));
   if (file_size < pf::kProgramHeaderSize)
     return invalid("truncated: " + std::to_string(file_size) + " bytes, shorter than the " +
                    std::to_string(pf::kProgramHeaderSize) + "-byte header");

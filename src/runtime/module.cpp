@@ -2,6 +2,7 @@
 
 #include "runtime/backend.h"
 #include "runtime/input_validation.h"
+#include "runtime/program_importer.h"
 
 namespace kiln {
 
@@ -36,7 +37,7 @@ Error Module::load(const LoadBackendOptionsMap& options) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::shared_ptr<const ProgramFile> program = program_;
   if (!program) {
-    KILN_ASSIGN_OR_RETURN(program, ProgramFile::open(path_, data_files_));
+    KILN_ASSIGN_OR_RETURN(program, open_program(path_, data_files_));
   }
   KILN_RETURN_IF_ERROR(validate_against_program(*program, options));
   // Commit: deep copy of the caller's map, so the caller may free it now.
