@@ -100,6 +100,17 @@ void print_json(const std::string& path, const ProgramFile& program, const std::
   json.number(program.file_size());
   json.key("format_version");
   json.number(static_cast<int64_t>(program.format_version()));
+  json.key("signature");
+  if (const ProgramSignature* signature = program.signature()) {
+    json.begin_object();
+    json.key("algorithm");
+    json.number(static_cast<int64_t>(signature->algorithm));
+    json.key("public_key");
+    json.string(hex(signature->public_key));
+    json.end_object();
+  } else {
+    json.null();
+  }
   json.key("metadata");
   json_map(json, program.metadata());
   json.key("methods");
@@ -176,6 +187,12 @@ void print_text(const std::string& path, const ProgramFile& program, const std::
   std::printf("program: %s\n", path.c_str());
   std::printf("  file size: %llu bytes\n", static_cast<unsigned long long>(program.file_size()));
   std::printf("  format version: %u\n", program.format_version());
+  if (const ProgramSignature* signature = program.signature())
+    std::printf("  signature: %s key %s (not checked here: use kiln verify)\n",
+                signature->algorithm == 1 ? "Ed25519" : ("algorithm " + std::to_string(signature->algorithm)).c_str(),
+                hex(signature->public_key).c_str());
+  else
+    std::printf("  signature: none\n");
   print_map("metadata", program.metadata(), "  ");
   std::printf("methods (%zu):\n", program.methods().size());
   for (const auto& method : program.methods()) {

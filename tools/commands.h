@@ -16,5 +16,13 @@ int run_command(std::span<const std::string> args);
 
 extern const char kImportUsage[];
 int import_command(std::span<const std::string> args);
+extern const char kKeygenUsage[];
+int keygen_command(std::span<const std::string> args);
+
+extern const char kSignUsage[];
+int sign_command(std::span<const std::string> args);
+
+extern const char kVerifyUsage[];
+int verify_command(std::span<const std::string> args);
 
 }  // namespace kiln::tools

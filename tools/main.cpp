@@ -28,6 +28,11 @@ constexpr CommandEntry kCommands[] = {
      &kiln::tools::run_command},
     {"import", "convert a PyTorch .pt2 package (AOTInductor, no libtorch) into a program", kiln::tools::kImportUsage,
      &kiln::tools::import_command},
+    {"keygen", "write a new Ed25519 key pair for signing programs", kiln::tools::kKeygenUsage,
+     &kiln::tools::keygen_command},
+    {"sign", "sign a program file with a secret key", kiln::tools::kSignUsage, &kiln::tools::sign_command},
+    {"verify", "check a program's signature and digests against trusted keys", kiln::tools::kVerifyUsage,
+     &kiln::tools::verify_command},
 };
 
 std::string general_usage() {

@@ -341,7 +341,12 @@ KILN_API kiln_status_t kiln_module_create(const char* path, const char* const* d
  *  options; the caller may free its options right after). On failure the
  *  module is unchanged. Errors: KILN_ERROR_NOT_FOUND / KILN_ERROR_IO_ERROR for
  *  an unreadable file, KILN_ERROR_INVALID_PROGRAM for a corrupt one,
- *  KILN_ERROR_INVALID_ARGUMENT for a rejected option. */
+ *  KILN_ERROR_INVALID_ARGUMENT for a rejected option. Options under the name
+ *  "program" (require_signature, trusted_keys, trusted_keys_file) and the
+ *  environment (KILN_REQUIRE_SIGNATURE, KILN_TRUSTED_KEYS) set the signature
+ *  policy: a program that is unsigned, signed by an untrusted key or modified
+ *  is then refused here with KILN_ERROR_INTEGRITY_ERROR, before any library is
+ *  loaded (docs/program-format.md, "Signatures"). */
 KILN_API kiln_status_t kiln_module_load(kiln_module_t* module, const kiln_options_t* options) KILN_NOEXCEPT;
 
 /** Loads one method (library, container, weights). `options` may be NULL: the

@@ -30,6 +30,19 @@ namespace kiln {
 
 class MethodExecutor;
 
+/// Name under which load() takes options for the program itself rather than
+/// for a backend (LoadBackendOptionsMap::set_options(kProgramOptions, ...)):
+///   require_signature  bool    refuse the program unless it is signed by a
+///                              trusted key and every library and weights blob
+///                              matches its signed digest; checked in load(),
+///                              before any library is loaded
+///   trusted_keys       string  public key lines (the text of .pub files)
+///   trusted_keys_file  string  trusted-keys files, ':'-separated
+/// The environment adds to this: KILN_REQUIRE_SIGNATURE=1 requires a signature
+/// for every program, KILN_TRUSTED_KEYS lists more trusted-keys files.
+/// See kiln/signing.h and docs/program-format.md, "Signatures".
+inline constexpr std::string_view kProgramOptions = "program";
+
 class KILN_API Module {
  public:
   /// Nothing is read until load(). `data_files`: external weight files.
@@ -42,6 +55,8 @@ class KILN_API Module {
   /// may free its map right after). Validates options against each backend
   /// the program uses. Commits only on success: on error the Module is left
   /// as it was. Calling it again replaces the options of methods loaded later.
+  /// With a signature policy (kProgramOptions / environment) an unsigned,
+  /// untrusted or modified program fails here with IntegrityError.
   Error load(const LoadBackendOptionsMap& options = {});
   bool is_loaded() const noexcept;
 

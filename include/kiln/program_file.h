@@ -72,6 +72,15 @@ struct NamedDataInfo {
   int32_t external_file = -1;
 };
 
+/// The signature trailer of a signed program (docs/program-format.md,
+/// "Signatures"), as found in the file: open() checks its structure only;
+/// kiln::verify_program_signature (kiln/signing.h) checks what it says.
+struct ProgramSignature {
+  uint32_t algorithm = 0;  ///< 1: Ed25519
+  std::array<uint8_t, 32> public_key{};
+  std::array<uint8_t, 64> signature{};
+};
+
 class KILN_API ProgramFile {
  public:
   /// Maps and validates `path`. `data_files` are external data files in the
@@ -100,6 +109,14 @@ class KILN_API ProgramFile {
 
   /// Total bytes of the mapped program file.
   uint64_t file_size() const noexcept;
+
+  /// The signature trailer, or nullptr when the program is not signed.
+  const ProgramSignature* signature() const noexcept;
+  /// The header bytes ([0, header_size)): what a signature covers.
+  std::span<const uint8_t> header_bytes() const noexcept;
+  /// The program without its signature trailer (header to the end of the
+  /// last segment); the whole file when it is not signed.
+  std::span<const uint8_t> content_bytes() const noexcept;
 
   struct Impl;
 

@@ -83,7 +83,13 @@ _FLATBUFFER_ALIGNMENT = 8
 _PROGRAM_HEADER = struct.Struct("<8sIIQQQQ32s")
 # magic, version, header_size, data base offset, data size
 _DATA_HEADER = struct.Struct("<8sIIQQ")
+# Signature trailer after the last segment (docs/program-format.md, "Signatures");
+# read here, verified only by the C++ runtime (kiln verify / the load policy).
+SIGNATURE_MAGIC = b"KILNSIG1"
+SIGNATURE_TRAILER_SIZE = 112
+_SIGNATURE_TRAILER = struct.Struct("<8sII32s64s")
 assert _PROGRAM_HEADER.size == PROGRAM_HEADER_SIZE and _DATA_HEADER.size == DATA_HEADER_SIZE
+assert _SIGNATURE_TRAILER.size == SIGNATURE_TRAILER_SIZE
 
 
 @dataclass
@@ -148,6 +154,8 @@ class Program:
         self.methods: list[MethodSpec] = []
         self._entries: dict[str, _Entry] = {}
         self._keepalive: list = []  # mappings of a loaded program
+        # Public key of the signature trailer of a loaded program (not verified here), else None.
+        self.signed_by: bytes | None = None
 
     # ---- building ---------------------------------------------------------
 
@@ -435,8 +443,18 @@ def _decode(buf, label: str, path: str, data_files: list[str] | None) -> Program
     if seg_base < fb_end or seg_end > size:
         raise invalid(f"segment_base_offset/segment_data_size (offsets 32/40) = {seg_base}/{seg_size} do not lie "
                       f"inside the file after the FlatBuffer (ends at {fb_end}, file size {size})")
+    signed_by = None
     if seg_end != size:
-        raise invalid(f"file size {size} does not match the header, which says the segments end at {seg_end}")
+        tail = bytes(buf[seg_end:])
+        if not tail.startswith(SIGNATURE_MAGIC):
+            raise invalid(f"file size {size} does not match the header, which says the segments end at {seg_end}")
+        if len(tail) < SIGNATURE_TRAILER_SIZE:
+            raise invalid(f"signature trailer after the last segment (offset {seg_end}) is truncated: {len(tail)} bytes")
+        _, trailer_size, _, public_key, _ = _SIGNATURE_TRAILER.unpack_from(tail, 0)
+        if trailer_size != len(tail):
+            raise invalid(f"signature trailer after the last segment (offset {seg_end}) records its size as "
+                          f"{trailer_size} but {len(tail)} bytes follow the last segment")
+        signed_by = public_key
     fb = bytes(buf[fb_offset:fb_end])
     digest = hashlib.sha256(fb).digest()
     if digest != fb_digest:
@@ -447,6 +465,7 @@ def _decode(buf, label: str, path: str, data_files: list[str] | None) -> Program
 
     prog = Program(_key_values(root.MetadataLength(), root.Metadata, "metadata", invalid))
     prog._keepalive.append(buf)
+    prog.signed_by = signed_by
 
     # External data files.
     names = []

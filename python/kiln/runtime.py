@@ -446,7 +446,12 @@ class Module:
 
     # loading
     def load(self, options: Mapping[str, Mapping[str, bool | int | str]] | None = None) -> None:
-        """Maps and validates the program; ``options`` is {backend: {key: bool | int | str}}."""
+        """Maps and validates the program; ``options`` is {backend: {key: bool | int | str}}.
+
+        ``{"program": {"require_signature": True, "trusted_keys": <text of .pub files>}}``
+        (or ``"trusted_keys_file": "a.pub:b.pub"``) refuses a program that is not signed by a
+        trusted key or was modified (KilnError "IntegrityError"), before any library is loaded.
+        """
         opts = _build_options(self._lib, options)
         try:
             _check(self._lib.kiln_module_load(self._h(), opts.handle if opts else None))

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "program/mapped_file.h"
 #include "program/sha256.h"
 #include "program/zip_archive.h"
+#include "program/signature.h"
 
 namespace kiln {
 
@@ -75,12 +77,16 @@ struct ProgramFile::Impl {
   std::map<std::string, size_t, std::less<>> named_index;
   std::map<std::string, size_t, std::less<>> method_index;
   std::unique_ptr<DigestCache[]> digests;  // parallel to named_data
+  uint64_t header_size = 0;
+  uint64_t content_size = 0;  // end of the last segment: where a signature trailer starts
+  std::optional<ProgramSignature> signature;
 
   Error fail(Error code, const std::string& message) const { return set_error(code, label + ": " + message); }
   Error invalid(const std::string& message) const { return fail(Error::InvalidProgram, message); }
 
   Error parse(const std::string& program_dir, const std::vector<std::string>& data_paths, bool have_dir);
   Error check_header(pf::ProgramHeader* header);
+  Error check_signature_trailer(uint64_t content_end);
   Error map_data_files(const fb::Program& root, const std::string& program_dir,
                        const std::vector<std::string>& data_paths, bool have_dir);
   Error decode_named_data(const fb::Program& root, const pf::ProgramHeader& header);
@@ -132,9 +138,7 @@ Error ProgramFile::Impl::check_header(pf::ProgramHeader* header) {
                    std::to_string(pf::kOffSegmentDataSize) + ") = " + std::to_string(h.segment_base_offset) + "/" +
                    std::to_string(h.segment_data_size) + " do not lie inside the file after the FlatBuffer (which ends at " +
                    std::to_string(fb_end) + ", file size " + std::to_string(file_size) + ")");
-  if (seg_end != file_size)
-    return invalid("file size " + std::to_string(file_size) + " does not match the header, which says the segments end at " +
-                   std::to_string(seg_end) + (seg_end > file_size ? " (truncated)" : " (trailing bytes)"));
+  KILN_RETURN_IF_ERROR(check_signature_trailer(seg_end));
   const Sha256Digest digest = sha256({p + h.flatbuffer_offset, static_cast<size_t>(h.flatbuffer_size)});
   if (digest != h.flatbuffer_sha256)
     return fail(Error::IntegrityError, "SHA-256 of the FlatBuffer (bytes " + std::to_string(h.flatbuffer_offset) + ".." +
@@ -142,6 +146,34 @@ Error ProgramFile::Impl::check_header(pf::ProgramHeader* header) {
                                            std::to_string(pf::kOffFlatbufferSha256) + ") records " +
                                            hex(h.flatbuffer_sha256));
   *header = h;
+  header_size = h.header_size;
+  content_size = seg_end;
+  return Error::Ok;
+}
+
+// The only bytes allowed after the last segment are one well-formed signature
+// trailer that ends the file exactly; anything else is corruption.
+Error ProgramFile::Impl::check_signature_trailer(uint64_t content_end) {
+  const uint64_t file_size = program.size();
+  if (content_end == file_size) return Error::Ok;
+  const std::span<const uint8_t> tail{program.data() + content_end, static_cast<size_t>(file_size - content_end)};
+  const std::string where = " after the last segment (offset " + std::to_string(content_end) + ")";
+  if (!pf::has_signature_magic(tail))
+    return invalid("file size " + std::to_string(file_size) + " does not match the header, which says the segments end at " +
+                   std::to_string(content_end) + " (" + std::to_string(tail.size()) + " trailing bytes" +
+                   " that are not a signature trailer: no \"KILNSIG1\" magic)");
+  if (tail.size() < pf::kSignatureTrailerSize)
+    return invalid("signature trailer" + where + " is truncated: " + std::to_string(tail.size()) +
+                   " bytes, shorter than the " + std::to_string(pf::kSignatureTrailerSize) + "-byte trailer");
+  const pf::SignatureTrailer t = pf::decode_signature_trailer(tail.data());
+  if (t.size != tail.size())
+    return invalid("signature trailer" + where + " records its size as " + std::to_string(t.size) + " but " +
+                   std::to_string(tail.size()) + " bytes follow the last segment (it must end the file exactly)");
+  ProgramSignature sig;
+  sig.algorithm = t.algorithm;
+  sig.public_key = t.public_key;
+  sig.signature = t.signature;
+  signature = sig;
   return Error::Ok;
 }
 
@@ -452,6 +484,16 @@ const std::vector<std::string>& ProgramFile::external_file_names() const noexcep
   return impl_->external_file_names;
 }
 uint64_t ProgramFile::file_size() const noexcept { return impl_->program.size(); }
+
+const ProgramSignature* ProgramFile::signature() const noexcept {
+  return impl_->signature ? &*impl_->signature : nullptr;
+}
+std::span<const uint8_t> ProgramFile::header_bytes() const noexcept {
+  return {impl_->program.data(), static_cast<size_t>(impl_->header_size)};
+}
+std::span<const uint8_t> ProgramFile::content_bytes() const noexcept {
+  return {impl_->program.data(), static_cast<size_t>(impl_->content_size)};
+}
 
 Result<std::span<const uint8_t>> ProgramFile::named_data_bytes(std::string_view key, bool verify_digest) const {
   auto it = impl_->named_index.find(key);

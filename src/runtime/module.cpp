@@ -3,6 +3,7 @@
 #include "runtime/backend.h"
 #include "runtime/input_validation.h"
 #include "runtime/program_importer.h"
+#include "runtime/signature_policy.h"
 
 namespace kiln {
 
@@ -16,6 +17,7 @@ namespace {
 // backend the program uses must exist.
 Error validate_against_program(const ProgramFile& program, const LoadBackendOptionsMap& options) {
   for (const auto& [backend_name, backend_options] : options.entries()) {
+    if (backend_name == kProgramOptions) continue;  // Module's own, checked by SignaturePolicy
     Backend* backend = find_backend(backend_name);
     if (!backend) {
       std::string known;
@@ -40,6 +42,9 @@ Error Module::load(const LoadBackendOptionsMap& options) {
     KILN_ASSIGN_OR_RETURN(program, open_program(path_, data_files_));
   }
   KILN_RETURN_IF_ERROR(validate_against_program(*program, options));
+  KILN_ASSIGN_OR_RETURN(SignaturePolicy policy, SignaturePolicy::from(options.options_for(kProgramOptions)));
+  if (const Error refused = policy.enforce(*program); refused != Error::Ok)
+    return set_error(refused, "program '" + path_ + "' refused by the signature policy: " + last_error_message());
   // Commit: deep copy of the caller's map, so the caller may free it now.
   options_ = options;
   program_ = std::move(program);
@@ -66,6 +71,8 @@ Result<std::shared_ptr<MethodExecutor>> Module::load_executor(std::string_view n
   if (!backend)
     return set_error(Error::NotSupported, "method '" + method->name + "' needs backend '" + method->backend +
                                               "', which this build of Kiln does not have");
+  if (options && options->options_for(kProgramOptions))
+    return set_error(Error::InvalidArgument, "'program' options apply to Module::load(), not to load_method()");
   const LoadBackendOptionsMap& chosen = options ? *options : options_;
   static const BackendOptions kNoOptions;
   const BackendOptions* backend_options = chosen.options_for(method->backend);

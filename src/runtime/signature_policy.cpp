@@ -1,0 +1,82 @@
+#include "runtime/signature_policy.h"
+
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "kiln/module.h"
+
+namespace kiln {
+
+namespace {
+
+constexpr std::string_view kRequireSignature = "require_signature";
+constexpr std::string_view kTrustedKeys = "trusted_keys";
+constexpr std::string_view kTrustedKeysFile = "trusted_keys_file";
+
+Error wrong_type(std::string_view key, const char* expected) {
+  return set_error(Error::InvalidArgument, "load option '" + std::string(kProgramOptions) + "." +
+                                               std::string(key) + "' must be a " + expected);
+}
+
+// Appends the keys of every file in a ':'-separated list.
+Error add_key_files(std::string_view list, std::string_view origin, std::vector<PublicKey>* keys) {
+  while (true) {
+    const size_t colon = list.find(':');
+    const std::string path(list.substr(0, colon));
+    if (!path.empty()) {
+      auto read = read_public_keys(path);
+      if (!read.ok()) return set_error(read.error(), std::string(origin) + ": " + last_error_message());
+      keys->insert(keys->end(), read->begin(), read->end());
+    }
+    if (colon == std::string_view::npos) return Error::Ok;
+    list.remove_prefix(colon + 1);
+  }
+}
+
+}  // namespace
+
+Result<SignaturePolicy> SignaturePolicy::from(const BackendOptions* program_options) {
+  SignaturePolicy policy;
+  std::string inline_keys, key_files;
+  if (program_options) {
+    for (const auto& [key, value] : program_options->values()) {
+      if (key == kRequireSignature) {
+        if (!std::holds_alternative<bool>(value)) return wrong_type(key, "bool");
+        policy.required = std::get<bool>(value);
+      } else if (key == kTrustedKeys || key == kTrustedKeysFile) {
+        if (!std::holds_alternative<std::string>(value)) return wrong_type(key, "string");
+        (key == kTrustedKeys ? inline_keys : key_files) = std::get<std::string>(value);
+      } else {
+        return set_error(Error::InvalidArgument,
+                         "unknown load option '" + std::string(kProgramOptions) + "." + key +
+                             "' (known: require_signature, trusted_keys, trusted_keys_file)");
+      }
+    }
+  }
+  const char* env_require = std::getenv("KILN_REQUIRE_SIGNATURE");
+  if (env_require && std::string_view(env_require) != "" && std::string_view(env_require) != "0")
+    policy.required = true;
+  if (!policy.required) return policy;
+
+  if (!inline_keys.empty()) {
+    KILN_ASSIGN_OR_RETURN(std::vector<PublicKey> keys,
+                          parse_public_keys(inline_keys, "load option 'program.trusted_keys'"));
+    policy.trusted.insert(policy.trusted.end(), keys.begin(), keys.end());
+  }
+  KILN_RETURN_IF_ERROR(add_key_files(key_files, "load option 'program.trusted_keys_file'", &policy.trusted));
+  if (const char* env_keys = std::getenv("KILN_TRUSTED_KEYS"))
+    KILN_RETURN_IF_ERROR(add_key_files(env_keys, "KILN_TRUSTED_KEYS", &policy.trusted));
+  if (policy.trusted.empty())
+    return set_error(Error::InvalidArgument,
+                     "a signed program is required but no key is trusted: give load option "
+                     "'program.trusted_keys' or 'program.trusted_keys_file', or set KILN_TRUSTED_KEYS");
+  return policy;
+}
+
+Error SignaturePolicy::enforce(const ProgramFile& program) const {
+  if (!required) return Error::Ok;
+  return verify_signed_program(program, trusted);
+}
+
+}  // namespace kiln
