@@ -80,6 +80,11 @@ class KILN_API Module {
   std::shared_ptr<const ProgramFile> program() const;
 
  private:
+  // load_method's work; returns the method's executor (already loaded or new),
+  // so execute gets the one it loaded even if another thread unloads the
+  // method right after.
+  Result<std::shared_ptr<MethodExecutor>> load_executor(std::string_view name, const LoadBackendOptionsMap* options);
+
   std::string path_;
   std::vector<std::string> data_files_;
   std::shared_ptr<const ProgramFile> program_;

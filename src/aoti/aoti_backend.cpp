@@ -1,5 +1,6 @@
 #include "aoti/aoti_backend.h"
 
+#include <cstdint>
 #include <string>
 
 #include "aoti/aoti_method.h"
@@ -27,6 +28,7 @@ constexpr OptionSpec kOptions[] = {
     {"num_models", OptionType::Int, 1, 256, nullptr},
     {"stream", OptionType::String, 0, 0, kStreamChoices},
     {"keep_outputs_on_device", OptionType::Bool, 0, 0, nullptr},
+    {"max_memory_bytes", OptionType::Int, 1, INT64_MAX, nullptr},
     {"cuda_graphs", OptionType::Bool, 0, 0, nullptr},
     {"cuda_graph_cache_size", OptionType::Int, 1, 1024, nullptr},
     {"weights", OptionType::String, 0, 0, kWeightsChoices},
@@ -114,6 +116,7 @@ Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(std::shared_ptr
   config.num_models = static_cast<size_t>(options.get_int("num_models").value_or(1));
   config.stream_policy = stream_policy(options);
   config.keep_outputs_on_device = options.get_bool("keep_outputs_on_device").value_or(false);
+  config.max_memory_bytes = static_cast<size_t>(options.get_int("max_memory_bytes").value_or(0));
   config.cuda_graphs = options.get_bool("cuda_graphs").value_or(false);
   // auto: Kiln on devices with memory of their own; on the CPU the library
   // already reads its weights in place from the mapping.

@@ -27,6 +27,11 @@
 //                        even when every input was a CPU tensor (default
 //                        false: outputs are copied to the host then, and stay
 //                        on the device when any input was a device tensor).
+//   max_memory_bytes (int >= 1) the method's memory limit: its weights plus
+//                        every tensor the model creates while it loads or
+//                        runs (outputs count until the caller frees them).
+//                        Past it, load/execute fail with OutOfMemory and the
+//                        method stays usable (memory_budget.h). Default: none.
 //   cuda_graphs  (bool)  CUDA methods: after one eager warm-up run per input
 //                        signature (dtype, sizes, strides), record the run into
 //                        a CUDA graph and replay it for later calls with that

@@ -97,7 +97,8 @@ Result<void*> load_through_temp_file(std::span<const uint8_t> bytes, const Dynam
       ::rmdir(dir.c_str());
     }
   } cleanup{file_path, dir_path};
-  int fd = ::open(file_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+  // O_EXCL | O_NOFOLLOW: never reuse or follow anything already at that name.
+  int fd = ::open(file_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
   if (fd < 0) return set_error(Error::IoError, "creating " + file_path + ": " + std::strerror(errno));
   Error err = write_all(fd, bytes, file_path);
   if (err == Error::Ok) err = patch_unique_bindings(fd, symbols, file_path);
@@ -204,7 +205,12 @@ Result<std::unique_ptr<AotiLibrary>> AotiLibrary::load(std::span<const uint8_t> 
   preload_dependencies(symbols);
 
   const std::string what = std::string(label) + " library";
-  int fd = ::memfd_create("kiln-model", MFD_CLOEXEC);
+  // KILN_DISABLE_MEMFD=1 takes the fallback path on purpose, so it can be
+  // tested on systems that have memfd.
+  const char* disable = std::getenv("KILN_DISABLE_MEMFD");
+  const bool memfd_disabled = disable && *disable && *disable != '0';
+  int fd = memfd_disabled ? -1 : ::memfd_create("kiln-model", MFD_CLOEXEC);
+  if (memfd_disabled) errno = ENOSYS;
   if (fd < 0) {
     if (errno != ENOSYS && errno != EPERM && errno != EINVAL)
       return set_error(Error::IoError, std::string("memfd_create: ") + std::strerror(errno));

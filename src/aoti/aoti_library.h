@@ -2,8 +2,10 @@
 //
 // The bytes (already digest-checked by ProgramFile) are written to an
 // anonymous memfd and dlopen'ed through /proc/self/fd, so compiled code never
-// touches the filesystem. Where memfd_create is unavailable the fallback is a
-// private temporary file (0700 directory, O_EXCL, removed on every path).
+// touches the filesystem. Where memfd_create is unavailable (or the
+// environment sets KILN_DISABLE_MEMFD=1, which tests use) the fallback is a
+// private temporary file under $TMPDIR (0700 mkdtemp directory, file opened
+// O_EXCL|O_NOFOLLOW), both removed right after dlopen, on failure too.
 // Before dlopen every aoti_torch_* import is checked against the shims this
 // process provides; all missing names are reported at once.
 //

@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "aoti/memory_budget.h"
 #include "aoti/shim/shim_state.h"
 #include "aoti/shim/tensor_handle.h"
 #include "kiln/log.h"
@@ -14,12 +15,14 @@ namespace kiln::aoti {
 namespace {
 // The model library reports failures as 1 after printing the exception; a
 // failing shim has recorded its own message on this thread, which is the more
-// useful one.
+// useful one. A shim that ran out of memory (or out of the method's memory
+// budget) makes the whole call an OutOfMemory.
 Error backend_failure(const std::string& what) {
+  const Error code = take_out_of_memory() ? Error::OutOfMemory : Error::BackendFailed;
   std::string message = what + " failed";
   if (!last_error_message().empty()) message += ": " + last_error_message();
   else message += " (the model library printed the reason to stderr)";
-  return set_error(Error::BackendFailed, std::move(message));
+  return set_error(code, std::move(message));
 }
 std::string input_label(const std::string& method, size_t i, const std::vector<std::string>& names) {
   std::string label = "method '" + method + "': input " + std::to_string(i);
@@ -75,6 +78,8 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   self->keep_outputs_on_device_ = config.keep_outputs_on_device;
   self->stream_ = config.stream;
   for (const TensorSpec& spec : method.inputs) self->input_names_.push_back(spec.name);
+  if (config.max_memory_bytes > 0) self->budget_ = MemoryBudget::create(config.max_memory_bytes, label);
+  MemoryBudgetScope budget_scope(self->budget_.get());
 
   KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> library_bytes,
                         program->named_data_bytes(method.library_key, /*verify_digest=*/true));
@@ -84,6 +89,7 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   KILN_ASSIGN_OR_RETURN(self->kernels_, KernelDirectory::create(*program, method));
 
   clear_error();
+  (void)take_out_of_memory();  // a stale error from an earlier call on this thread
   const std::string device = device_string(config.device);
   const char* kernel_dir = self->kernels_ ? self->kernels_->path().c_str() : nullptr;
   if (self->entry_.create_with_device(&self->container_, config.num_models, device.c_str(), kernel_dir) != 0 ||
@@ -102,6 +108,14 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   if (!method.weights_key.empty()) {
     KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> weights,
                           program->named_data_bytes(method.weights_key, config.verify_weights));
+    // Weights are charged to the budget until unload, before anything holds
+    // them: the container copies the blob into an allocation of its own (host
+    // malloc or cudaMalloc, outside the shims), or Kiln places them (shared by
+    // the program's methods, but each method's limit counts them).
+    if (self->budget_) {
+      KILN_RETURN_IF_ERROR(self->budget_->charge(weights.size(), "its weights"));
+      self->weights_charged_ = weights.size();
+    }
     bool placed = false;
     if (config.kiln_places_weights) {
       KILN_ASSIGN_OR_RETURN(placed, self->place_weights(method, weights, label));
@@ -129,6 +143,7 @@ AotiMethod::~AotiMethod() {
   graphs_.reset();
   // The container's code lives in the library: delete it before dlclose.
   if (container_ && entry_.destroy) entry_.destroy(container_);
+  if (budget_) budget_->release(weights_charged_);
   for (AtenTensorHandle h : constant_handles_) delete_handle(h);
 }
 
@@ -218,14 +233,19 @@ Result<std::vector<Tensor>> AotiMethod::run_model(std::vector<Tensor> staged, St
   std::vector<AtenTensorHandle> output_handles(num_outputs_, nullptr);
 
   clear_error();
-  (void)take_check_failure();  // a stale flag from an earlier call on this thread
+  (void)take_check_failure();  // stale state from an earlier call on this thread
+  (void)take_out_of_memory();
   // With graphs the container holds one model instance and calls are
   // serialised by graph_mutex_: the single-threaded entry skips the
   // container's own bookkeeping (an event per run), which a recording could
   // not hold.
   const auto entry = graphs_ && entry_.run_single_threaded ? entry_.run_single_threaded : entry_.run;
-  const AOTIRuntimeError status = entry(container_, input_handles.data(), input_handles.size(),
-                                        output_handles.data(), output_handles.size(), stream, nullptr);
+  AOTIRuntimeError status = 0;
+  {
+    MemoryBudgetScope budget_scope(budget_.get());
+    status = entry(container_, input_handles.data(), input_handles.size(), output_handles.data(),
+                   output_handles.size(), stream, nullptr);
+  }
   std::vector<Tensor> outputs;
   outputs.reserve(num_outputs_);
   for (AtenTensorHandle handle : output_handles) {

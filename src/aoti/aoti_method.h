@@ -23,6 +23,7 @@
 #include "aoti/aoti_library.h"
 #include "aoti/device_weights.h"
 #include "aoti/entry_points.h"
+#include "aoti/memory_budget.h"
 #include "aoti/graph_replay.h"
 #include "aoti/kernel_directory.h"
 #include "kiln/device.h"
@@ -67,6 +68,8 @@ struct AotiMethodConfig {
   size_t num_models = 1;
   StreamPolicy stream_policy = StreamPolicy::PerMethod;
   bool keep_outputs_on_device = false;
+  /// aoti.max_memory_bytes: the method's memory budget (memory_budget.h); 0 = none.
+  size_t max_memory_bytes = 0;
   /// Replay CUDA graphs per input signature (graph_replay.h), keeping at most
   /// cuda_graph_cache_size of them.
   bool cuda_graphs = false;
@@ -121,6 +124,8 @@ class AotiMethod final : public MethodExecutor {
   // Declared before the container handle's owner fields so it is destroyed
   // after the container (members are destroyed in reverse order).
   std::shared_ptr<OwnedStream> stream_;
+  std::shared_ptr<MemoryBudget> budget_;  // null: no limit
+  size_t weights_charged_ = 0;
   std::unique_ptr<AotiLibrary> library_;
   // Kernel files the library loads lazily (null when they are embedded).
   std::unique_ptr<KernelDirectory> kernels_;

@@ -57,9 +57,14 @@ bool Module::is_loaded() const noexcept {
 }
 
 Error Module::load_method(std::string_view name, const LoadBackendOptionsMap* options) {
+  return load_executor(name, options).error();
+}
+
+Result<std::shared_ptr<MethodExecutor>> Module::load_executor(std::string_view name,
+                                                              const LoadBackendOptionsMap* options) {
   if (!is_loaded()) KILN_RETURN_IF_ERROR(load());
   std::lock_guard<std::mutex> lock(mutex_);
-  if (methods_.count(name)) return Error::Ok;
+  if (auto it = methods_.find(name); it != methods_.end()) return it->second;
   const MethodInfo* method = program_->find_method(name);
   if (!method) return set_error(Error::NotFound, "program '" + path_ + "' has no method '" + std::string(name) + "'");
   Backend* backend = find_backend(method->backend);
@@ -75,8 +80,9 @@ Error Module::load_method(std::string_view name, const LoadBackendOptionsMap* op
   KILN_RETURN_IF_ERROR(backend->validate_options(*backend_options));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<MethodExecutor> executor,
                         backend->load_method(program_, *method, *backend_options));
-  methods_.emplace(std::string(name), std::shared_ptr<MethodExecutor>(std::move(executor)));
-  return Error::Ok;
+  std::shared_ptr<MethodExecutor> shared(std::move(executor));
+  methods_.emplace(std::string(name), shared);
+  return shared;
 }
 
 bool Module::is_method_loaded(std::string_view name) const {
@@ -106,9 +112,7 @@ Result<std::vector<Tensor>> Module::execute(std::string_view name, const std::ve
     if (auto it = methods_.find(name); it != methods_.end()) executor = it->second;
   }
   if (!executor) {
-    KILN_RETURN_IF_ERROR(load_method(name));
-    std::lock_guard<std::mutex> lock(mutex_);
-    executor = methods_.find(name)->second;
+    KILN_ASSIGN_OR_RETURN(executor, load_executor(name, nullptr));
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);

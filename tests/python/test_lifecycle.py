@@ -1,11 +1,15 @@
-"""Teardown with a real AOTInductor library: 200 load/execute/unload cycles in
-one process leave descriptors, mappings and resident memory flat (the library
-is really unmapped each time), and a model library that cannot run here is
-refused with a message instead of crashing."""
+"""Lifecycle and faults with a real AOTInductor library: 1000 load/execute/unload
+cycles in one process leave descriptors, mappings and resident memory flat (the
+library is really unmapped each time); a model library that cannot run here is
+refused with a message instead of crashing; a memory limit too small for the
+weights or for a run fails that call with OutOfMemory and breaks nothing else;
+eight threads share one loaded method; the temporary-file fallback (no memfd)
+loads the same model and leaves nothing on disk."""
 
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 import pytest
@@ -44,7 +48,7 @@ def _rss_kib() -> int:
     raise AssertionError("no VmRSS")
 
 
-def test_two_hundred_load_unload_cycles_leave_nothing_behind(mlp_program):
+def test_a_thousand_load_unload_cycles_leave_nothing_behind(mlp_program):
     model, path = mlp_program
     x = torch.randn(3, 32)
     expected = model(x).detach().numpy()
@@ -60,11 +64,11 @@ def test_two_hundred_load_unload_cycles_leave_nothing_behind(mlp_program):
     for _ in range(10):
         cycle()
     fds, rss = _fds(), _rss_kib()
-    for _ in range(200):
+    for _ in range(1000):
         cycle()
     assert _model_mappings() == 0, "a model library stayed mapped after unload"
     assert _fds() == fds
-    assert _rss_kib() - rss < 8 * 1024, f"resident memory grew by {_rss_kib() - rss} KiB over 200 cycles"
+    assert _rss_kib() - rss < 8 * 1024, f"resident memory grew by {_rss_kib() - rss} KiB over 1000 cycles"
 
 
 def test_library_for_a_missing_isa_is_refused(mlp_program, tmp_path):
@@ -79,6 +83,24 @@ def test_library_for_a_missing_isa_is_refused(mlp_program, tmp_path):
     with pytest.raises(KilnError) as err:
         module.load_method("forward")
     assert "built for riscv64" in str(err.value)
+
+
+def test_library_needing_a_newer_glibc_is_refused_naming_it(mlp_program, tmp_path):
+    model, path = mlp_program
+    program = kiln.program.load(str(path))
+    for method in program.methods:
+        method.metadata["glibc_required"] = "9.99"
+    bad = tmp_path / "future-glibc.kiln"
+    program.save(str(bad))
+    module = Module(str(bad))
+    with pytest.raises(KilnError) as err:
+        module.load_method("forward")
+    assert err.value.status == "NotSupported"
+    assert "needs glibc 9.99" in err.value.message
+    assert not module.is_method_loaded("forward")
+    x = torch.randn(2, 32)  # the original program still loads and runs in this process
+    (y,) = Module(str(path)).forward(x.numpy())
+    np.testing.assert_allclose(y, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
 
 
 def test_kiln_and_pytorchs_own_loader_share_a_process(mlp_program, tmp_path):
@@ -96,3 +118,102 @@ def test_kiln_and_pytorchs_own_loader_share_a_process(mlp_program, tmp_path):
     np.testing.assert_allclose(ours, theirs.detach().numpy(), rtol=1e-5, atol=1e-6)
     (again,) = kiln_module.forward(x.numpy())  # Kiln's model still binds to Kiln's shims
     np.testing.assert_allclose(again, ours, rtol=0, atol=0)
+
+
+def _weights_bytes(path) -> int:
+    program = kiln.program.load(str(path))
+    (method,) = program.methods
+    sizes = {entry["key"]: entry["size"] for entry in program.named_data_info()}
+    return sizes[method.weights_key]
+
+
+def _limit(nbytes: int) -> dict:
+    return {"aoti": {"max_memory_bytes": nbytes}}
+
+
+def test_memory_limit_below_the_weights_fails_load_and_breaks_nothing(mlp_program):
+    model, path = mlp_program
+    weights = _weights_bytes(path)
+    x = torch.randn(5, 32)
+    expected = model(x).detach().numpy()
+    other = Module(str(path))  # loaded first, without a limit
+    other.load_method("forward")
+
+    module = Module(str(path))
+    with pytest.raises(KilnError) as err:
+        module.load_method("forward", _limit(weights - 1))
+    assert err.value.status == "OutOfMemory"
+    assert f"weights needs {weights} bytes" in err.value.message
+    assert f"is {weights - 1} bytes" in err.value.message
+    assert not module.is_method_loaded("forward")
+
+    module.load_method("forward", _limit(weights + (1 << 20)))  # the same module, with room
+    (y,) = module.forward(x.numpy())
+    np.testing.assert_allclose(y, expected, rtol=1e-5, atol=1e-6)
+    (z,) = other.forward(x.numpy())
+    np.testing.assert_allclose(z, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_memory_limit_past_a_run_fails_execute_and_the_method_stays_usable(mlp_program):
+    model, path = mlp_program
+    # Room for the weights and a small batch's activations (batch 4: a 4x64
+    # hidden buffer and the 4x16 output, 1280 bytes), not for batch 64's (20 KiB).
+    module = Module(str(path))
+    module.load_method("forward", _limit(_weights_bytes(path) + 8192))
+    big = torch.randn(64, 32)
+    with pytest.raises(KilnError) as err:
+        module.forward(big.numpy())
+    assert err.value.status == "OutOfMemory"
+    assert "method 'forward': running the model failed" in err.value.message
+    assert "aoti.max_memory_bytes" in err.value.message
+    for _ in range(3):  # the failed run gave back everything it had taken
+        small = torch.randn(4, 32)
+        (y,) = module.forward(small.numpy())
+        np.testing.assert_allclose(y, model(small).detach().numpy(), rtol=1e-5, atol=1e-6)
+        with pytest.raises(KilnError):
+            module.forward(big.numpy())
+
+
+@pytest.mark.parametrize("num_models", [1, 4])
+def test_eight_threads_execute_one_module(mlp_program, num_models):
+    model, path = mlp_program
+    module = Module(str(path))
+    module.load_method("forward", {"aoti": {"num_models": num_models}})
+    inputs = [[torch.randn(1 + (t + i) % 9, 32) for i in range(25)] for t in range(8)]
+    expected = [[model(x).detach().numpy() for x in per_thread] for per_thread in inputs]
+    failures: list[str] = []
+    start = threading.Barrier(8)
+
+    def worker(t: int) -> None:
+        start.wait()
+        for x, want in zip(inputs[t], expected[t]):
+            try:
+                (y,) = module.forward(x.numpy())
+                np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+            except Exception as e:  # noqa: BLE001 - collected and reported below
+                failures.append(f"thread {t}: {e}")
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not failures, failures[:3]
+
+
+def test_temp_file_fallback_loads_and_leaves_nothing_on_disk(mlp_program, tmp_path, monkeypatch):
+    model, path = mlp_program
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    monkeypatch.setenv("KILN_DISABLE_MEMFD", "1")
+    memfd_mappings = _model_mappings()  # modules of earlier tests may still be alive
+    module = Module(str(path))
+    module.load_method("forward")
+    assert list(scratch.iterdir()) == []
+    assert _model_mappings() == memfd_mappings  # not from a memfd: from the (deleted) temporary file
+    x = torch.randn(6, 32)
+    (y,) = module.forward(x.numpy())
+    np.testing.assert_allclose(y, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    module.close()
+    assert list(scratch.iterdir()) == []

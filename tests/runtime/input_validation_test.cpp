@@ -51,5 +51,20 @@ TEST(InputValidation, NamesTheWrongInputAndWhy) {
   }
 }
 
+// A device tensor given to a CPU method is refused by name, before anything
+// could read device memory as host memory. The tensor only claims to be on
+// cuda:1 (no GPU is needed: validation never touches the data).
+TEST(InputValidation, NamesAnInputOnAnotherDevice) {
+  auto m = make_method();
+  std::vector<int64_t> ids(3, 0);
+  auto on_gpu = Tensor::from_blob(ids.data(), std::vector<int64_t>{3}, std::vector<int64_t>{1}, DType::Int64,
+                                  Device{DeviceType::CUDA, 1});
+  ASSERT_TRUE(on_gpu.ok()) << last_error_message();
+  std::vector<Tensor> in = {make({2, 16}, DType::Float32), *on_gpu};
+  EXPECT_EQ(validate_inputs(m, in), Error::InvalidArgument);
+  EXPECT_NE(last_error_message().find("input 1 ('ids') is on cuda:1 but the method runs on cpu"), std::string::npos)
+      << last_error_message();
+}
+
 }  // namespace
 }  // namespace kiln

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "aoti/memory_budget.h"
 #include "aoti/shim/element_convert.h"
 #include "aoti/shim/layout_util.h"
 #include "aoti/shim/shim_util.h"
@@ -46,7 +47,7 @@ Error empty_strided_impl(int64_t ndim, const int64_t* sizes, const int64_t* stri
   KILN_ASSIGN_OR_RETURN(Geometry g, geometry_arg(ndim, sizes, strides));
   KILN_ASSIGN_OR_RETURN(DType dt, dtype_arg(dtype));
   KILN_ASSIGN_OR_RETURN(Device dev, device_arg(device_type, device_index));
-  KILN_ASSIGN_OR_RETURN(Tensor t, Tensor::empty_strided(g.sizes, g.strides, dt, dev));
+  KILN_ASSIGN_OR_RETURN(Tensor t, empty_strided_in_budget(g.sizes, g.strides, dt, dev));
   return emit(std::move(t), ret);
 }
 
@@ -236,7 +237,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTens
     KILN_RETURN_IF_ERROR(out_arg(ret, "ret"));
     KILN_ASSIGN_OR_RETURN(Tensor * t, tensor_arg(self, "self"));
     const auto strides = strides_like(t->sizes(), t->strides());
-    KILN_ASSIGN_OR_RETURN(Tensor out, Tensor::empty_strided(t->sizes(), strides, t->dtype(), t->device()));
+    KILN_ASSIGN_OR_RETURN(Tensor out, empty_strided_in_budget(t->sizes(), strides, t->dtype(), t->device()));
     KILN_RETURN_IF_ERROR(copy_tensor(out, *t));
     return emit(std::move(out), ret);
   });
@@ -246,7 +247,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHand
   return guarded("aoti_torch_clone_preserve_strides", [&]() -> Error {
     KILN_RETURN_IF_ERROR(out_arg(ret, "ret"));
     KILN_ASSIGN_OR_RETURN(Tensor * t, tensor_arg(self, "self"));
-    KILN_ASSIGN_OR_RETURN(Tensor out, Tensor::empty_strided(t->sizes(), t->strides(), t->dtype(), t->device()));
+    KILN_ASSIGN_OR_RETURN(Tensor out, empty_strided_in_budget(t->sizes(), t->strides(), t->dtype(), t->device()));
     // Copy the whole byte range the view spans (gaps included), as ATen does,
     // so the clone is bitwise identical over its extent.
     KILN_ASSIGN_OR_RETURN(int64_t extent, strided_extent_bytes(t->sizes(), t->strides(), t->dtype()));

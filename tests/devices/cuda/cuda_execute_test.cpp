@@ -394,3 +394,83 @@ TEST_F(CudaExecute, CudaGraphMemoryIsReturnedWhenTheModuleGoes) {
 }
 
 }  // namespace
+
+namespace {
+
+// aoti.max_memory_bytes on a CUDA method: the 4-byte weights blob (cudaMalloc
+// inside the container) and the device tensors the model creates (y: n floats,
+// info: 3 int64) count; past the limit the call fails with OutOfMemory and
+// the method keeps working.
+TEST_F(CudaExecute, MemoryLimitRefusesWeightsAndRunsPastItWithOutOfMemory) {
+  BackendOptions tiny;
+  tiny.set("max_memory_bytes", 3);
+  Module module(kProgram);
+  auto tiny_map = aoti_options(tiny);
+  EXPECT_EQ(module.load_method("forward", &tiny_map), Error::OutOfMemory);
+  EXPECT_NE(kiln::last_error_message().find("weights needs 4 bytes"), std::string::npos) << kiln::last_error_message();
+  EXPECT_FALSE(module.is_method_loaded("forward"));
+
+  BackendOptions room;
+  room.set("max_memory_bytes", 4 + 24 + 8 * 4);  // weights + info + 8 floats
+  auto room_map = aoti_options(room);
+  ASSERT_EQ(module.load_method("forward", &room_map), Error::Ok) << kiln::last_error_message();
+  std::vector<float> big(16, 1.0f);
+  auto failed = module.forward({cpu_tensor(big)});
+  EXPECT_EQ(failed.error(), Error::OutOfMemory);
+  EXPECT_NE(kiln::last_error_message().find("needs 64 bytes"), std::string::npos) << kiln::last_error_message();
+  for (int i = 0; i < 3; ++i) {  // the failed run gave back what it took
+    std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
+    auto out = module.forward({cpu_tensor(x)});
+    ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+    EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{3, 6, 9, 12, 15, 18, 21, 24}));
+    EXPECT_EQ(module.forward({cpu_tensor(big)}).error(), Error::OutOfMemory);
+  }
+}
+
+// The GPU really runs out: all but ~96 MiB of its free memory is taken by the
+// test, then the model asks for a 256 MiB output. The run fails with
+// OutOfMemory (not a crash, not a generic failure), and once the memory is
+// back the same module runs that input correctly; a second module loaded
+// beforehand works throughout.
+TEST_F(CudaExecute, RealDeviceOutOfMemoryFailsTheRunAndBreaksNothing) {
+  Module module(kProgram), other(kProgram);
+  ASSERT_EQ(module.load_method("forward"), Error::Ok) << kiln::last_error_message();
+  ASSERT_EQ(other.load_method("forward"), Error::Ok) << kiln::last_error_message();
+  constexpr size_t kMiB = size_t{1} << 20;
+  const size_t n = 64 * kMiB;  // floats: a 256 MiB input and output
+  Tensor x = cuda_tensor(std::vector<float>(n, 2.0f));
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+
+  std::vector<void*> hog;
+  for (size_t chunk = 1024 * kMiB; chunk >= kMiB;) {
+    size_t free_bytes = 0, total = 0;
+    ASSERT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
+    if (free_bytes < 96 * kMiB + chunk) {
+      chunk /= 2;
+      continue;
+    }
+    void* p = nullptr;
+    if (cudaMalloc(&p, chunk) != cudaSuccess) {
+      (void)cudaGetLastError();
+      chunk /= 2;
+      continue;
+    }
+    hog.push_back(p);
+  }
+  auto failed = module.forward({x});
+  EXPECT_EQ(failed.error(), Error::OutOfMemory) << kiln::last_error_message();
+  std::vector<float> small = {1, 2};
+  auto still = other.forward({cpu_tensor(small)});  // small enough for what is left
+  ASSERT_TRUE(still.ok()) << kiln::last_error_message();
+  EXPECT_EQ(values_of<float>((*still)[0]), (std::vector<float>{3, 6}));
+  for (void* p : hog) EXPECT_EQ(cudaFree(p), cudaSuccess);
+
+  auto out = module.forward({x});
+  ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+  const auto y = values_of<float>((*out)[0]);
+  ASSERT_EQ(y.size(), n);
+  EXPECT_EQ(y.front(), 6.0f);
+  EXPECT_EQ(y.back(), 6.0f);
+}
+
+}  // namespace

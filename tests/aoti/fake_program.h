@@ -1,0 +1,79 @@
+// Helpers shared by the delegate tests: a program file around one of the
+// stand-in model libraries (fixtures/fake_model.cpp), tensors over caller
+// vectors, and the process counters the leak tests watch.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "kiln/tensor.h"
+#include "program/program_writer.h"
+
+namespace kiln {
+
+inline std::vector<uint8_t> read_file(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// Writes a one-method program ("forward": x[n] -> y[n], n in 1..16) running
+/// `library_path` with `scale` as its 4 bytes of weights, in the external data
+/// file when `external_weights`. Returns the program's path (in the temp dir).
+inline std::string write_program(const char* library_path, float scale, const std::string& name,
+                                 bool external_weights = false) {
+  ProgramWriter writer;
+  MethodInfo method;
+  method.name = "forward";
+  method.backend = "aoti";
+  method.device = "cpu";
+  method.inputs = {TensorSpec{"x", DType::Float32, {DimSpec{4, true, 1, 16, "n"}}}};
+  method.outputs = {TensorSpec{"y", DType::Float32, {DimSpec{4, true, 1, 16, "n"}}}};
+  method.library_key = "lib";
+  method.weights_key = "weights";
+  auto lib = read_file(library_path);
+  EXPECT_FALSE(lib.empty()) << library_path;
+  EXPECT_EQ(writer.add_method(method), Error::Ok) << last_error_message();
+  EXPECT_EQ(writer.add_named_data("lib", lib), Error::Ok) << last_error_message();
+  uint8_t weights[sizeof(float)];
+  std::memcpy(weights, &scale, sizeof(float));
+  EXPECT_EQ(writer.add_named_data("weights", weights, 64, external_weights), Error::Ok) << last_error_message();
+  auto path = (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()) + ".kiln")).string();
+  EXPECT_EQ(writer.write(path), Error::Ok) << last_error_message();
+  return path;
+}
+
+inline Tensor vector_tensor(std::vector<float>& data) {
+  return *Tensor::from_blob(data.data(), std::vector<int64_t>{static_cast<int64_t>(data.size())},
+                            std::vector<int64_t>{1}, DType::Float32);
+}
+
+inline size_t open_descriptors() {
+  size_t n = 0;
+  for (auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) (void)entry, ++n;
+  return n;
+}
+
+inline size_t resident_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
+  return 0;
+}
+
+inline size_t mapped_regions() {
+  std::ifstream maps("/proc/self/maps");
+  size_t n = 0;
+  std::string line;
+  while (std::getline(maps, line)) ++n;
+  return n;
+}
+
+}  // namespace kiln
