@@ -26,6 +26,7 @@ constexpr OptionSpec kOptions[] = {
     {"num_models", OptionType::Int, 1, 256, nullptr},
     {"stream", OptionType::String, 0, 0, kStreamChoices},
     {"keep_outputs_on_device", OptionType::Bool, 0, 0, nullptr},
+    {"num_threads", OptionType::Int, 1, 4096, nullptr},
 };
 
 const char* type_name(OptionType type) {
@@ -108,6 +109,7 @@ Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(std::shared_ptr
   config.num_models = static_cast<size_t>(options.get_int("num_models").value_or(1));
   config.stream_policy = stream_policy(options);
   config.keep_outputs_on_device = options.get_bool("keep_outputs_on_device").value_or(false);
+  config.num_threads = static_cast<int>(options.get_int("num_threads").value_or(0));
   DeviceInterface* iface = get_device_interface(config.device.type);
   if (!iface || iface->device_count() <= config.device.index)
     return set_error(Error::NotSupported, "method '" + method.name + "' runs on " + device_string(config.device) +

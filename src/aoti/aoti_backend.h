@@ -22,6 +22,11 @@
 //                        even when every input was a CPU tensor (default
 //                        false: outputs are copied to the host then, and stay
 //                        on the device when any input was a device tensor).
+//   num_threads  (int)   OpenMP threads the library's CPU kernels and the CPU
+//                        BLAS ops run with, set on the calling thread for each
+//                        execute (default: the CPUs available to the process,
+//                        sched_getaffinity). Libraries exported before Kiln
+//                        used dynamic threads keep their baked-in count.
 #pragma once
 
 #include "runtime/backend.h"

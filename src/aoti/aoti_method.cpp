@@ -70,6 +70,8 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
                         program->named_data_bytes(method.library_key, /*verify_digest=*/true));
   KILN_ASSIGN_OR_RETURN(self->library_, AotiLibrary::load(library_bytes, label));
   KILN_ASSIGN_OR_RETURN(self->entry_, EntryPoints::resolve(*self->library_));
+  self->openmp_ = OpenmpThreads::resolve(*self->library_);
+  self->num_threads_ = config.num_threads > 0 ? config.num_threads : available_cpus();
 
   clear_error();
   const std::string device = device_string(config.device);
@@ -187,8 +189,12 @@ Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) 
 
   clear_error();
   (void)take_check_failure();  // a stale flag from an earlier call on this thread
-  const AOTIRuntimeError status = entry_.run(container_, input_handles.data(), input_handles.size(),
-                                             output_handles.data(), output_handles.size(), stream, nullptr);
+  AOTIRuntimeError status = 0;
+  {
+    const OpenmpThreads::Scope threads(openmp_, num_threads_);
+    status = entry_.run(container_, input_handles.data(), input_handles.size(), output_handles.data(),
+                        output_handles.size(), stream, nullptr);
+  }
   std::vector<Tensor> outputs;
   outputs.reserve(num_outputs_);
   for (AtenTensorHandle handle : output_handles) {

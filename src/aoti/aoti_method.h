@@ -19,6 +19,7 @@
 
 #include "aoti/aoti_library.h"
 #include "aoti/entry_points.h"
+#include "aoti/openmp_threads.h"
 #include "kiln/device.h"
 #include "kiln/device_interface.h"
 #include "runtime/backend.h"
@@ -57,6 +58,9 @@ struct AotiMethodConfig {
   size_t num_models = 1;
   StreamPolicy stream_policy = StreamPolicy::PerMethod;
   bool keep_outputs_on_device = false;
+  /// OpenMP threads the library's CPU kernels (and OpenMP BLAS) run with on the
+  /// calling thread; 0: the CPUs available to the process.
+  int num_threads = 0;
   /// The run stream for PerMethod / Shared device methods (null otherwise).
   std::shared_ptr<OwnedStream> stream;
 };
@@ -68,6 +72,9 @@ class AotiMethod final : public MethodExecutor {
   ~AotiMethod() override;
 
   Result<std::vector<Tensor>> execute(std::span<const Tensor> inputs) override;
+
+  /// The OpenMP thread count each execute() runs the library with.
+  int num_threads() const noexcept { return num_threads_; }
 
   /// The stream this method runs on when the policy is not Caller (null for
   /// CPU methods). For tests and diagnostics.
@@ -95,6 +102,8 @@ class AotiMethod final : public MethodExecutor {
   ContainerHandle container_ = nullptr;
   size_t num_inputs_ = 0;
   size_t num_outputs_ = 0;
+  OpenmpThreads openmp_;
+  int num_threads_ = 1;
 };
 
 }  // namespace kiln::aoti
