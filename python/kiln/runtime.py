@@ -360,10 +360,12 @@ class _KilnDLPackExport:
     """Hands one exported Kiln tensor to a DLPack consumer (np.from_dlpack / torch.from_dlpack).
 
     Owns the DLManagedTensor until __dlpack__ passes it into a capsule; frees it if never consumed.
+    ``versioned=False``: always the legacy "dltensor" capsule, even to consumers that ask for a version.
     """
 
-    def __init__(self, managed_address: int):
+    def __init__(self, managed_address: int, versioned: bool = True):
         self._managed = managed_address
+        self._versioned = versioned
         tensor = ctypes.cast(managed_address, ctypes.POINTER(_dlpack.DLManagedTensor)).contents.dl_tensor
         self._device = (int(tensor.device.device_type), int(tensor.device.device_id))
 
@@ -377,7 +379,7 @@ class _KilnDLPackExport:
         if copy:
             raise BufferError("Kiln exports share memory; copy=True is not supported")
         managed, self._managed = self._managed, None
-        if max_version is not None and tuple(max_version)[0] >= _dlpack.DLPACK_MAJOR_VERSION:
+        if self._versioned and max_version is not None and tuple(max_version)[0] >= _dlpack.DLPACK_MAJOR_VERSION:
             return _dlpack.new_versioned_capsule(managed)
         return _dlpack.new_unversioned_capsule(managed)
 
@@ -399,11 +401,13 @@ def _from_kiln_tensor(lib: ctypes.CDLL, handle: ctypes.c_void_p, output: str) ->
             raise TypeError(f"numpy has no {_NOT_IN_NUMPY[dtype.value]} dtype; use output='torch' for this method")
     managed = _P()
     _check(lib.kiln_tensor_to_dlpack(handle, ctypes.byref(managed)))
-    export = _KilnDLPackExport(managed.value)
     if output == "numpy":
         import numpy as np
 
-        return np.from_dlpack(export)
+        # numpy takes the legacy capsule too; it owns the tensor with no Python-side
+        # deleter (the versioned wrapper's deleter is a ctypes callback: ~4x slower).
+        return np.from_dlpack(_KilnDLPackExport(managed.value, versioned=False))
+    export = _KilnDLPackExport(managed.value)
     import torch
 
     return torch.from_dlpack(export)
