@@ -104,6 +104,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "kiln_tensor_array_free": (None, [ctypes.POINTER(_P), _SIZE]),
     "kiln_tensor_from_dlpack": (_STATUS, [_P, ctypes.POINTER(_P)]),
     "kiln_tensor_to_dlpack": (_STATUS, [_P, ctypes.POINTER(_P)]),
+    "kiln_dlpack_to_versioned": (_STATUS, [_P, ctypes.POINTER(_P)]),
     "kiln_tensor_dtype": (_STATUS, [_P, ctypes.POINTER(ctypes.c_int32)]),
     "kiln_tensor_device": (_STATUS, [_P, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32)]),
     "kiln_module_create": (_STATUS, [_STR, ctypes.POINTER(_STR), _SIZE, ctypes.POINTER(_P)]),
@@ -360,12 +361,10 @@ class _KilnDLPackExport:
     """Hands one exported Kiln tensor to a DLPack consumer (np.from_dlpack / torch.from_dlpack).
 
     Owns the DLManagedTensor until __dlpack__ passes it into a capsule; frees it if never consumed.
-    ``versioned=False``: always the legacy "dltensor" capsule, even to consumers that ask for a version.
     """
 
-    def __init__(self, managed_address: int, versioned: bool = True):
+    def __init__(self, managed_address: int):
         self._managed = managed_address
-        self._versioned = versioned
         tensor = ctypes.cast(managed_address, ctypes.POINTER(_dlpack.DLManagedTensor)).contents.dl_tensor
         self._device = (int(tensor.device.device_type), int(tensor.device.device_id))
 
@@ -379,8 +378,14 @@ class _KilnDLPackExport:
         if copy:
             raise BufferError("Kiln exports share memory; copy=True is not supported")
         managed, self._managed = self._managed, None
-        if self._versioned and max_version is not None and tuple(max_version)[0] >= _dlpack.DLPACK_MAJOR_VERSION:
-            return _dlpack.new_versioned_capsule(managed)
+        if max_version is not None and tuple(max_version)[0] >= _dlpack.DLPACK_MAJOR_VERSION:
+            versioned = _P()
+            try:
+                _check(_library().kiln_dlpack_to_versioned(managed, ctypes.byref(versioned)))
+            except KilnError:
+                _dlpack.call_deleter(managed)
+                raise
+            return _dlpack.new_versioned_capsule(versioned.value)
         return _dlpack.new_unversioned_capsule(managed)
 
     def __del__(self):
@@ -401,13 +406,11 @@ def _from_kiln_tensor(lib: ctypes.CDLL, handle: ctypes.c_void_p, output: str) ->
             raise TypeError(f"numpy has no {_NOT_IN_NUMPY[dtype.value]} dtype; use output='torch' for this method")
     managed = _P()
     _check(lib.kiln_tensor_to_dlpack(handle, ctypes.byref(managed)))
+    export = _KilnDLPackExport(managed.value)
     if output == "numpy":
         import numpy as np
 
-        # numpy takes the legacy capsule too; it owns the tensor with no Python-side
-        # deleter (the versioned wrapper's deleter is a ctypes callback: ~4x slower).
-        return np.from_dlpack(_KilnDLPackExport(managed.value, versioned=False))
-    export = _KilnDLPackExport(managed.value)
+        return np.from_dlpack(export)
     import torch
 
     return torch.from_dlpack(export)
