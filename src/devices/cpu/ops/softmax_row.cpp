@@ -13,7 +13,7 @@ constexpr int kLanes = 16;
 
 // e^x, vectorisable (no calls, no branches). Inputs below -87 (where e^x is
 // subnormal) give 0, so -inf scores give exactly 0.
-inline float exp_poly(float x) {
+[[gnu::always_inline]] inline float exp_poly(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   // ln 2 split so k * kLn2Hi is exact for the k that occur (|k| <= 127).
   constexpr float kLn2Hi = 0.693145751953125f;
@@ -38,9 +38,8 @@ inline float exp_poly(float x) {
   return x < -87.0f ? 0.0f : p * two_k;
 }
 
-}  // namespace
-
-__attribute__((target_clones("avx512f", "avx2", "default"))) float softmax_in_place(float* row, int64_t n) noexcept {
+// The body, compiled once per instruction set by the wrappers below.
+[[gnu::always_inline]] inline float softmax_body(float* row, int64_t n) noexcept {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const int64_t body = n - n % kLanes;
   float lane_max[kLanes];
@@ -71,6 +70,26 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) float softmax_in_pl
   const float inv = 1.0f / sum;
   for (int64_t j = 0; j < n; ++j) row[j] *= inv;
   return mx + std::log(sum);
+}
+
+[[gnu::target("avx512f")]] float softmax_avx512(float* row, int64_t n) noexcept { return softmax_body(row, n); }
+[[gnu::target("avx2,fma")]] float softmax_avx2(float* row, int64_t n) noexcept { return softmax_body(row, n); }
+float softmax_baseline(float* row, int64_t n) noexcept { return softmax_body(row, n); }
+
+using SoftmaxFn = float (*)(float*, int64_t) noexcept;
+
+SoftmaxFn pick_for_this_cpu() noexcept {
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return softmax_avx512;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return softmax_avx2;
+  return softmax_baseline;
+}
+
+}  // namespace
+
+float softmax_in_place(float* row, int64_t n) noexcept {
+  static const SoftmaxFn fn = pick_for_this_cpu();
+  return fn(row, n);
 }
 
 }  // namespace kiln::cpu

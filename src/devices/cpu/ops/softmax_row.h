@@ -3,7 +3,7 @@
 //
 // libkiln is built for baseline x86-64, where std::exp is a scalar libm call and
 // a float max/sum loop is not vectorised. This routine is compiled for AVX-512,
-// AVX2 and baseline (the loader picks one for the running CPU) with its own
+// AVX2 and baseline (the first call picks one for the running CPU) with its own
 // exp, written so the compiler vectorises it: 2^k * e^r with
 // k = round(x / ln 2), |r| <= ln(2)/2 and e^r by its degree-7 Taylor
 // polynomial (relative error below 1e-7, i.e. about float rounding).
