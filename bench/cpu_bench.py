@@ -6,7 +6,12 @@ side in one run on this machine:
    torch._inductor.aoti_load_package (compiled with libtorch linking) and
    running it once. Median of N runs each, and the ratio.
 2. Per-call latency of the transformer block: Kiln (Python wrapper) vs eager
-   vs PyTorch's AOTI loader, with 1 thread and with all threads.
+   vs PyTorch's AOTI loader, with 1 thread and with all the CPUs of the
+   process. The .pt2 is compiled with the same Inductor kernel options as Kiln's
+   CPU export (cpp.dynamic_threads), so both run the same generated kernels;
+   the thread count is torch.set_num_threads for eager and the loader and
+   aoti.num_threads for Kiln. Calls of the three are interleaved (one of each
+   per round) so load from other processes hits them alike; medians.
 3. Size of the stripped runtime library and CLI, and their ldd.
 
     PYTHONPATH=python python3 bench/cpu_bench.py [--runs 7] [--calls 200] [--json out.json]
@@ -33,6 +38,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import kiln  # noqa: E402
+from kiln.exporter.cpu_backend import CpuBackend  # noqa: E402
 from kiln.runtime import Module  # noqa: E402
 from parity_models import Mlp, TransformerBlock  # noqa: E402
 
@@ -46,7 +52,11 @@ def export_both(model, example, dynamic, workdir: Path, name: str):
     kiln_path = workdir / f"{name}.kiln"
     kiln.export({"forward": ep}, backend="cpu", verbose=False).save(str(kiln_path))
     pt2_path = workdir / f"{name}.pt2"
-    torch._inductor.aoti_compile_and_package(ep, package_path=str(pt2_path))
+    # Kiln's kernel options without its packaging ones (aot_inductor.*, which only
+    # decide how the library and weights are stored and linked).
+    kernel_options = {k: v for k, v in CpuBackend().aoti_compile_options({}).items()
+                      if not k.startswith("aot_inductor.")}
+    torch._inductor.aoti_compile_and_package(ep, package_path=str(pt2_path), inductor_configs=kernel_options)
     return kiln_path, pt2_path
 
 
@@ -79,31 +89,37 @@ def cold_start(kiln_path: Path, pt2_path: Path, example: torch.Tensor, runs: int
     return median_ms(kiln_times), median_ms(torch_times)
 
 
-def per_call(fn, calls: int):
+def interleaved_medians(fns: dict, calls: int) -> dict:
+    """Median ms per call of each function, calling them in turn (one of each per round)."""
+    samples = {name: [] for name in fns}
     for _ in range(10):
-        fn()
-    samples = []
+        for fn in fns.values():
+            fn()
     for _ in range(calls):
-        t = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t)
-    return median_ms(samples)
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            samples[name].append(time.perf_counter() - t)
+    return {name: median_ms(s) for name, s in samples.items()}
 
 
 def latency_table(kiln_path: Path, pt2_path: Path, model, x: torch.Tensor, calls: int):
     rows = []
-    module = Module(str(kiln_path))
-    module.load()
     aoti = torch._inductor.aoti_load_package(str(pt2_path))
     x_np = x.numpy()
-    for threads in (1, os.cpu_count()):
+    with torch.no_grad():
+        want = model(x).numpy()
+    for threads in (1, len(os.sched_getaffinity(0))):
         torch.set_num_threads(threads)
-        os.environ["OMP_NUM_THREADS"] = str(threads)
+        module = Module(str(kiln_path))
+        module.load({"aoti": {"num_threads": threads}})
+        err = float(np.abs(module.execute("forward", [x_np])[0] - want).max() / np.abs(want).max())
         with torch.no_grad():
-            eager = per_call(lambda: model(x), calls)
-            loader = per_call(lambda: aoti(x), calls)
-        ours = per_call(lambda: module.execute("forward", [x_np]), calls)
-        rows.append({"threads": threads, "kiln_ms": ours, "eager_ms": eager, "aoti_loader_ms": loader})
+            t = interleaved_medians({"kiln": lambda: module.execute("forward", [x_np]),
+                                     "eager": lambda: model(x), "loader": lambda: aoti(x)}, calls)
+        module.close()
+        rows.append({"threads": threads, "kiln_ms": t["kiln"], "eager_ms": t["eager"],
+                     "aoti_loader_ms": t["loader"], "kiln_max_rel_err": err})
     return rows
 
 
@@ -141,17 +157,18 @@ def main():
     latency = latency_table(block_kiln, block_pt2, block, block_x, args.calls)
     size = sizes()
     result = {"machine": f"{os.cpu_count()} cores, {os.uname().machine}, {torch.__version__}",
+              "load_average": os.getloadavg(),
               "cold_start_ms": {"kiln_cli": kiln_cold, "python_aoti_load_package": torch_cold,
                                 "ratio": kiln_cold / torch_cold},
               "transformer_block_latency": latency, "sizes": size}
-    print(f"machine: {result['machine']}")
+    print(f"machine: {result['machine']}; load average {os.getloadavg()[0]:.1f}")
     print(f"cold start (median of {args.runs}): kiln run {kiln_cold:.1f} ms | python + aoti_load_package "
           f"{torch_cold:.1f} ms | ratio {kiln_cold / torch_cold:.3f}")
     print("transformer block [1,128,64], median per call:")
-    print("  threads | kiln ms | eager ms | aoti loader ms | kiln/loader")
+    print("  threads | kiln ms | eager ms | aoti loader ms | kiln/loader | kiln max rel err")
     for r in latency:
         print(f"  {r['threads']:7d} | {r['kiln_ms']:7.3f} | {r['eager_ms']:8.3f} | {r['aoti_loader_ms']:14.3f} | "
-              f"{r['kiln_ms'] / r['aoti_loader_ms']:.3f}")
+              f"{r['kiln_ms'] / r['aoti_loader_ms']:11.3f} | {r['kiln_max_rel_err']:.1e}")
     for name, info in size.items():
         print(f"{name}: stripped {info['stripped_bytes'] / 1e6:.2f} MB; ldd: {', '.join(info['ldd'])}")
     if args.json:

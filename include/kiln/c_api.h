@@ -260,6 +260,16 @@ KILN_API kiln_status_t kiln_tensor_from_dlpack(void* dl_managed_tensor, kiln_ten
  *         deleter exactly once (which releases the storage reference). */
 KILN_API kiln_status_t kiln_tensor_to_dlpack(const kiln_tensor_t* tensor, void** dl_managed_tensor_out) KILN_NOEXCEPT;
 
+/** Wraps an unversioned DLManagedTensor (e.g. from kiln_tensor_to_dlpack) in a
+ *  DLPack 1.x DLManagedTensorVersioned (version 1.0, flags 0: writable, not a
+ *  copy; same DLTensor fields), what a "dltensor_versioned" capsule carries.
+ *  numpy >= 2 marks arrays imported from legacy capsules read-only.
+ *  Ownership: on success the wrapper owns `dl_managed_tensor`; the consumer
+ *  calls the wrapper's deleter exactly once, which runs the wrapped tensor's
+ *  deleter and frees the wrapper. */
+KILN_API kiln_status_t kiln_dlpack_to_versioned(void* dl_managed_tensor,
+                                                void** dl_managed_tensor_versioned_out) KILN_NOEXCEPT;
+
 /* ------------------------------------------------------------------------ */
 /* Method metadata                                                           */
 /* ------------------------------------------------------------------------ */

@@ -15,7 +15,6 @@ Nothing here imports numpy or torch.
 from __future__ import annotations
 
 import ctypes
-import threading
 
 # Device codes (DLDeviceType).
 KDL_CPU = 1
@@ -138,41 +137,20 @@ def new_unversioned_capsule(managed_address: int) -> object:
     return _pythonapi.PyCapsule_New(managed_address, CAPSULE_NAME, _unversioned_capsule_destructor)
 
 
-# ---- versioned wrapper around an unversioned tensor ---------------------------------
-# A DLManagedTensorVersioned allocated here borrows the DLTensor fields of the
-# unversioned tensor Kiln exported; its deleter runs Kiln's deleter and drops the
-# Python-side struct. The structs are kept alive in a table keyed by address.
-
-_versioned_lock = threading.Lock()
-_versioned_alive: dict[int, DLManagedTensorVersioned] = {}
-
-
-@DLManagedTensorVersionedDeleter
-def _versioned_deleter(versioned_ptr):
-    address = ctypes.cast(versioned_ptr, ctypes.c_void_p).value
-    with _versioned_lock:
-        versioned = _versioned_alive.pop(address, None)
-    if versioned is not None and versioned.manager_ctx:
-        call_deleter(versioned.manager_ctx)
+# ---- versioned capsules ------------------------------------------------------------------
+# The DLManagedTensorVersioned comes from Kiln's C API (kiln_dlpack_to_versioned), deleter
+# included: a capsule nobody consumed runs that deleter when it is destroyed.
 
 
 @_PyCapsule_Destructor
 def _versioned_capsule_destructor(capsule_address):
     if _raw_is_valid(capsule_address, VERSIONED_CAPSULE_NAME):
         address = _raw_get_pointer(capsule_address, VERSIONED_CAPSULE_NAME)
-        _versioned_deleter(ctypes.cast(address, ctypes.POINTER(DLManagedTensorVersioned)))
+        managed = ctypes.cast(address, ctypes.POINTER(DLManagedTensorVersioned))
+        if managed.contents.deleter:
+            managed.contents.deleter(managed)
 
 
-def new_versioned_capsule(managed_address: int) -> object:
-    """A writable "dltensor_versioned" capsule owning the unversioned tensor at ``managed_address``."""
-    managed = ctypes.cast(managed_address, ctypes.POINTER(DLManagedTensor)).contents
-    versioned = DLManagedTensorVersioned()
-    versioned.version = DLPackVersion(DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION)
-    versioned.manager_ctx = managed_address
-    versioned.deleter = _versioned_deleter
-    versioned.flags = 0  # writable, not a copy
-    versioned.dl_tensor = managed.dl_tensor  # shape/strides still point into Kiln's export
-    address = ctypes.addressof(versioned)
-    with _versioned_lock:
-        _versioned_alive[address] = versioned
-    return _pythonapi.PyCapsule_New(address, VERSIONED_CAPSULE_NAME, _versioned_capsule_destructor)
+def new_versioned_capsule(versioned_address: int) -> object:
+    """A "dltensor_versioned" capsule owning the DLManagedTensorVersioned at ``versioned_address``."""
+    return _pythonapi.PyCapsule_New(versioned_address, VERSIONED_CAPSULE_NAME, _versioned_capsule_destructor)

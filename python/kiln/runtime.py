@@ -104,6 +104,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "kiln_tensor_array_free": (None, [ctypes.POINTER(_P), _SIZE]),
     "kiln_tensor_from_dlpack": (_STATUS, [_P, ctypes.POINTER(_P)]),
     "kiln_tensor_to_dlpack": (_STATUS, [_P, ctypes.POINTER(_P)]),
+    "kiln_dlpack_to_versioned": (_STATUS, [_P, ctypes.POINTER(_P)]),
     "kiln_tensor_dtype": (_STATUS, [_P, ctypes.POINTER(ctypes.c_int32)]),
     "kiln_tensor_device": (_STATUS, [_P, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32)]),
     "kiln_module_create": (_STATUS, [_STR, ctypes.POINTER(_STR), _SIZE, ctypes.POINTER(_P)]),
@@ -378,7 +379,13 @@ class _KilnDLPackExport:
             raise BufferError("Kiln exports share memory; copy=True is not supported")
         managed, self._managed = self._managed, None
         if max_version is not None and tuple(max_version)[0] >= _dlpack.DLPACK_MAJOR_VERSION:
-            return _dlpack.new_versioned_capsule(managed)
+            versioned = _P()
+            try:
+                _check(_library().kiln_dlpack_to_versioned(managed, ctypes.byref(versioned)))
+            except KilnError:
+                _dlpack.call_deleter(managed)
+                raise
+            return _dlpack.new_versioned_capsule(versioned.value)
         return _dlpack.new_unversioned_capsule(managed)
 
     def __del__(self):

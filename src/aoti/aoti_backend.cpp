@@ -33,6 +33,7 @@ constexpr OptionSpec kOptions[] = {
     {"cuda_graph_cache_size", OptionType::Int, 1, 1024, nullptr},
     {"weights", OptionType::String, 0, 0, kWeightsChoices},
     {"verify_weights", OptionType::Bool, 0, 0, nullptr},
+    {"num_threads", OptionType::Int, 1, 4096, nullptr},
 };
 
 const char* type_name(OptionType type) {
@@ -124,6 +125,7 @@ Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(std::shared_ptr
   config.kiln_places_weights = weights == "kiln" || (weights == "auto" && !config.device.is_cpu());
   config.verify_weights = options.get_bool("verify_weights").value_or(true);
   config.cuda_graph_cache_size = static_cast<size_t>(options.get_int("cuda_graph_cache_size").value_or(8));
+  config.num_threads = static_cast<int>(options.get_int("num_threads").value_or(0));
   DeviceInterface* iface = get_device_interface(config.device.type);
   if (!iface || iface->device_count() <= config.device.index)
     return set_error(Error::NotSupported, "method '" + method.name + "' runs on " + device_string(config.device) +

@@ -49,6 +49,11 @@
 //                        (default): kiln for device methods, library on CPU.
 //   verify_weights (bool) check the weights blob's SHA-256 before use
 //                        (default true; false skips hashing large blobs)
+//   num_threads  (int)   OpenMP threads the library's CPU kernels and the CPU
+//                        BLAS ops run with, set on the calling thread for each
+//                        execute (default: the CPUs available to the process,
+//                        sched_getaffinity). Libraries exported before Kiln
+//                        used dynamic threads keep their baked-in count.
 #pragma once
 
 #include "runtime/backend.h"

@@ -85,6 +85,8 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
                         program->named_data_bytes(method.library_key, /*verify_digest=*/true));
   KILN_ASSIGN_OR_RETURN(self->library_, AotiLibrary::load(library_bytes, label));
   KILN_ASSIGN_OR_RETURN(self->entry_, EntryPoints::resolve(*self->library_));
+  self->openmp_ = OpenmpThreads::resolve(*self->library_);
+  self->num_threads_ = config.num_threads > 0 ? config.num_threads : available_cpus();
 
   KILN_ASSIGN_OR_RETURN(self->kernels_, KernelDirectory::create(*program, method));
 
@@ -243,6 +245,7 @@ Result<std::vector<Tensor>> AotiMethod::run_model(std::vector<Tensor> staged, St
   AOTIRuntimeError status = 0;
   {
     MemoryBudgetScope budget_scope(budget_.get());
+    const OpenmpThreads::Scope threads(openmp_, num_threads_);
     status = entry(container_, input_handles.data(), input_handles.size(), output_handles.data(),
                    output_handles.size(), stream, nullptr);
   }

@@ -26,6 +26,7 @@
 #include "aoti/memory_budget.h"
 #include "aoti/graph_replay.h"
 #include "aoti/kernel_directory.h"
+#include "aoti/openmp_threads.h"
 #include "kiln/device.h"
 #include "kiln/device_interface.h"
 #include "runtime/backend.h"
@@ -79,6 +80,9 @@ struct AotiMethodConfig {
   /// Check the weights blob's SHA-256 before use (the library's always is).
   bool verify_weights = true;
   size_t cuda_graph_cache_size = 8;
+  /// OpenMP threads the library's CPU kernels (and OpenMP BLAS) run with on the
+  /// calling thread; 0: the CPUs available to the process.
+  int num_threads = 0;
   /// The run stream for PerMethod / Shared device methods (null otherwise).
   std::shared_ptr<OwnedStream> stream;
 };
@@ -90,6 +94,9 @@ class AotiMethod final : public MethodExecutor {
   ~AotiMethod() override;
 
   Result<std::vector<Tensor>> execute(std::span<const Tensor> inputs) override;
+
+  /// The OpenMP thread count each execute() runs the library with.
+  int num_threads() const noexcept { return num_threads_; }
 
   /// The stream this method runs on when the policy is not Caller (null for
   /// CPU methods). For tests and diagnostics.
@@ -141,6 +148,8 @@ class AotiMethod final : public MethodExecutor {
   // resets it first, explicitly).
   std::unique_ptr<GraphReplay> graphs_;
   std::mutex graph_mutex_;  // serialises execute() when graphs_ is set
+  OpenmpThreads openmp_;
+  int num_threads_ = 1;
 };
 
 }  // namespace kiln::aoti

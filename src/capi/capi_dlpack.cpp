@@ -65,6 +65,27 @@ void delete_export(DLManagedTensor* self) noexcept {
   if (self) delete static_cast<ExportContext*>(self->manager_ctx);
 }
 
+// DLPack >= 1.0's versioned managed tensor, in the published layout (the
+// installed 0.6 header predates it).
+struct DLPackVersionV1 {
+  uint32_t major;
+  uint32_t minor;
+};
+struct DLManagedTensorVersionedV1 {
+  DLPackVersionV1 version;
+  void* manager_ctx;  // the wrapped unversioned DLManagedTensor
+  void (*deleter)(DLManagedTensorVersionedV1* self);
+  uint64_t flags;  // 0: writable, not a copy
+  DLTensor dl_tensor;
+};
+
+void delete_versioned(DLManagedTensorVersionedV1* self) noexcept {
+  if (!self) return;
+  auto* wrapped = static_cast<DLManagedTensor*>(self->manager_ctx);
+  if (wrapped && wrapped->deleter) wrapped->deleter(wrapped);
+  delete self;
+}
+
 }  // namespace
 
 extern "C" {
@@ -167,6 +188,17 @@ kiln_status_t kiln_tensor_to_dlpack(const kiln_tensor_t* tensor, void** dl_manag
     context->managed.manager_ctx = context.get();
     context->managed.deleter = &delete_export;
     *dl_managed_tensor_out = &context.release()->managed;
+    return Error::Ok;
+  });
+}
+
+kiln_status_t kiln_dlpack_to_versioned(void* dl_managed_tensor, void** dl_managed_tensor_versioned_out) noexcept {
+  return kiln::capi::guard(__func__, [&](const char* fn) -> Error {
+    KILN_CAPI_REQUIRE(dl_managed_tensor);
+    KILN_CAPI_REQUIRE(dl_managed_tensor_versioned_out);
+    auto* wrapped = static_cast<DLManagedTensor*>(dl_managed_tensor);
+    auto* versioned = new DLManagedTensorVersionedV1{{1, 0}, wrapped, &delete_versioned, 0, wrapped->dl_tensor};
+    *dl_managed_tensor_versioned_out = versioned;
     return Error::Ok;
   });
 }

@@ -139,6 +139,11 @@ void strided_copy_host(char* dst, const int64_t* dst_strides, const char* src, c
     return;
   }
   if (dim == 1) {
+    if (dst_strides[0] == 1 && src_strides[0] == 1) {
+      // Dense rows (e.g. a bias broadcast over the rows of a matrix): one copy per row.
+      std::memmove(dst, src, static_cast<size_t>(sizes[0]) * elem);  // dst may be src (in-place ops)
+      return;
+    }
     const int64_t ds = dst_strides[0] * static_cast<int64_t>(elem);
     const int64_t ss = src_strides[0] * static_cast<int64_t>(elem);
     for (int64_t i = 0; i < sizes[0]; ++i) std::memcpy(dst + i * ds, src + i * ss, elem);

@@ -76,5 +76,23 @@ TEST(AotiOptions, RefusesIntegersOutOfRange) {
   EXPECT_EQ(validate(d), Error::InvalidArgument);
 }
 
+TEST(AotiOptions, NumThreadsIsAPositiveInteger) {
+  for (int64_t n : {int64_t{1}, int64_t{2}, int64_t{4096}}) {
+    BackendOptions o;
+    o.set("num_threads", n);
+    EXPECT_EQ(validate(o), Error::Ok) << n << ": " << last_error_message();
+  }
+  BackendOptions zero;
+  zero.set("num_threads", int64_t{0});
+  EXPECT_EQ(validate(zero), Error::InvalidArgument);
+  EXPECT_NE(last_error_message().find("'aoti.num_threads' = 0 is outside [1, 4096]"), std::string::npos)
+      << last_error_message();
+  BackendOptions text;
+  text.set("num_threads", std::string("4"));
+  EXPECT_EQ(validate(text), Error::InvalidArgument);
+  EXPECT_NE(last_error_message().find("'aoti.num_threads' must be an integer"), std::string::npos)
+      << last_error_message();
+}
+
 }  // namespace
 }  // namespace kiln::aoti

@@ -467,6 +467,45 @@ static void test_dlpack_export_and_round_trip(void) {
   }
 }
 
+/* DLPack 1.x versioned layout, as published (the 0.6 header predates it). */
+typedef struct VersionedTensor {
+  struct {
+    uint32_t major;
+    uint32_t minor;
+  } version;
+  void* manager_ctx;
+  void (*deleter)(struct VersionedTensor* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} VersionedTensor;
+
+static void test_dlpack_versioned_wrapper(void) {
+  float* owned = (float*)malloc(4 * sizeof(float));
+  int64_t sizes[2] = {2, 2};
+  DeleterRecord record = {0, NULL};
+  kiln_tensor_t* t = NULL;
+  void* exported = NULL;
+  void* wrapped = NULL;
+  VersionedTensor* v;
+
+  CHECK_STATUS(kiln_dlpack_to_versioned(NULL, &wrapped), KILN_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(kiln_tensor_create_from_data(owned, KILN_DTYPE_FLOAT32, sizes, NULL, 2, KILN_DEVICE_CPU, 0,
+                                        record_and_free, &record, &t));
+  CHECK_OK(kiln_tensor_to_dlpack(t, &exported));
+  kiln_tensor_free(t);
+  CHECK_STATUS(kiln_dlpack_to_versioned(exported, NULL), KILN_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(kiln_dlpack_to_versioned(exported, &wrapped));
+  v = (VersionedTensor*)wrapped;
+  CHECK(v->version.major == 1 && v->version.minor == 0);
+  CHECK(v->flags == 0); /* writable, not a copy */
+  CHECK(v->manager_ctx == exported);
+  CHECK(v->dl_tensor.data == (void*)owned && v->dl_tensor.ndim == 2 && v->dl_tensor.shape[1] == 2 &&
+        v->dl_tensor.strides[0] == 2 && v->dl_tensor.dtype.code == kDLFloat && v->dl_tensor.dtype.bits == 32);
+  CHECK(record.calls == 0);
+  v->deleter(v); /* runs the wrapped export's deleter: the last storage reference */
+  CHECK(record.calls == 1);
+}
+
 /* ---- options ------------------------------------------------------------ */
 
 static void test_options(void) {
@@ -680,10 +719,11 @@ int main(void) {
   test_tensor_copy_and_empty();
   test_dlpack_import();
   test_dlpack_export_and_round_trip();
+  test_dlpack_versioned_wrapper();
   test_options();
   test_module_errors();
   printf("ran: library_info null_arguments tensor_borrowed tensor_owned_and_errors tensor_copy_and_empty "
-         "dlpack_import dlpack_export_and_round_trip options module_errors\n");
+         "dlpack_import dlpack_export_and_round_trip dlpack_versioned_wrapper options module_errors\n");
   ran_real = test_real_program();
   if (ran_real)
     printf("ran: real_program\n");

@@ -132,6 +132,15 @@ def _compiler_version(compiler: str) -> str:
 class CpuBackend(AotiBackend):
     DEVICE = "cpu"
 
+    def aoti_compile_options(self, compile_specs: dict[str, Any]) -> dict[str, Any]:
+        return {
+            **super().aoti_compile_options(compile_specs),
+            # Kernels open `#pragma omp parallel` without num_threads(N) and size their
+            # per-thread buffers with omp_get_max_threads(), so the thread count is the
+            # runtime's choice (aoti.num_threads), not the export machine's core count.
+            "cpp.dynamic_threads": True,
+        }
+
     def prepare_program(self, ep, compile_specs: dict[str, Any]):
         ensure_vec_isa(self.progress)
         return ep

@@ -10,6 +10,7 @@
 
 #include "aoti/shim/shim_abi.h"
 #include "devices/cpu/ops/half_float.h"
+#include "devices/cpu/ops/softmax_row.h"
 #include "kiln/error.h"
 
 namespace {
@@ -534,6 +535,45 @@ TEST(CpuAttention, MatchesReference) {
                 "scale + causal + key-padding mask");
   run_sdpa_case(2, 4, 2, 5, 6, 8, false, MaskKind::None, {}, nullptr, kF32, true, "GQA with transposed q");
   run_sdpa_case(1, 2, 2, 5, 6, 8, true, MaskKind::None, {}, nullptr, kBF16, false, "bf16 causal");
+  // Rows longer than the softmax's 16 vector lanes (its main loop and tail).
+  run_sdpa_case(1, 4, 4, 45, 45, 16, true, MaskKind::None, {}, nullptr, kF32, true, "long causal, transposed q");
+  run_sdpa_case(2, 2, 1, 33, 50, 8, false, MaskKind::Float, {33, 50}, nullptr, kF32, false, "long float mask, GQA");
+  run_sdpa_case(1, 2, 2, 20, 37, 8, false, MaskKind::Bool, {1, 2, 20, 37}, nullptr, kF32, false, "long bool mask");
+}
+
+TEST(CpuSoftmax, MatchesDoublePrecisionOverWideRanges) {
+  // Scores from -100 to +60 (exp spans far below and above float's normal
+  // range after the max is subtracted), every row length from 1 to 70.
+  uint32_t seed = 7;
+  for (int64_t n = 1; n <= 70; ++n) {
+    std::vector<float> row(static_cast<size_t>(n));
+    for (auto& x : row) {
+      seed = seed * 1664525u + 1013904223u;
+      x = -100.0f + 160.0f * static_cast<float>(seed >> 8) / static_cast<float>(1u << 24);
+    }
+    double mx = -INFINITY;
+    for (float x : row) mx = std::max(mx, double(x));
+    double sum = 0;
+    for (float x : row) sum += std::exp(double(x) - mx);
+    std::vector<double> want(row.size());
+    for (size_t j = 0; j < row.size(); ++j) want[j] = std::exp(double(row[j]) - mx) / sum;
+    const float lse = kiln::cpu::softmax_in_place(row.data(), n);
+    EXPECT_NEAR(lse, mx + std::log(sum), 1e-6 * std::abs(mx + std::log(sum))) << "n=" << n;
+    for (size_t j = 0; j < row.size(); ++j)
+      ASSERT_NEAR(row[j], want[j], 1e-6 * want[j] + 1e-30) << "n=" << n << " j=" << j;
+  }
+}
+
+TEST(CpuSoftmax, MaskedEntriesGetZeroAndFullyMaskedRowsAreZero) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> row(40, -inf);
+  row[3] = 1.0f;
+  row[33] = 1.0f;
+  EXPECT_FLOAT_EQ(kiln::cpu::softmax_in_place(row.data(), 40), 1.0f + std::log(2.0f));
+  for (size_t j = 0; j < row.size(); ++j) EXPECT_EQ(row[j], (j == 3 || j == 33) ? 0.5f : 0.0f) << j;
+  std::vector<float> none(20, -inf);
+  EXPECT_EQ(kiln::cpu::softmax_in_place(none.data(), 20), -inf);
+  for (float x : none) EXPECT_EQ(x, 0.0f);
 }
 
 TEST(CpuAttention, BadArgumentsFail) {

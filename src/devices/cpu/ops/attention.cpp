@@ -13,6 +13,8 @@
 //  - output has q's shape and, like empty_like(q), q's strides when q is dense;
 //    logsumexp is float32 [B, Hq, L] laid out as [B, L, Hq] transposed.
 //  - rows with every position masked produce output 0 and logsumexp -inf.
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -22,6 +24,7 @@
 #include "devices/cpu/ops/float_io.h"
 #include "devices/cpu/ops/gemm.h"
 #include "devices/cpu/ops/op_args.h"
+#include "devices/cpu/ops/softmax_row.h"
 
 using namespace kiln;
 using namespace kiln::aoti;
@@ -44,6 +47,34 @@ Result<std::array<int64_t, 4>> mask_strides(const Tensor& mask, const std::array
     }
   }
   return st;
+}
+
+// The float32 elements of a [B, H, rows, cols] tensor: its own memory for
+// float32 tensors (any strides), else a contiguous float32 copy.
+struct Heads {
+  const float* data;
+  std::array<int64_t, 4> strides;
+  MatrixView<const float> matrix(int64_t b, int64_t h, int64_t rows, int64_t cols) const {
+    return {data + b * strides[0] + h * strides[1], rows, cols, strides[2], strides[3]};
+  }
+};
+
+Heads float_heads(const Tensor& t, std::vector<float>& scratch) {
+  if (t.dtype() == DType::Float32) return {t.data<const float>(), {t.stride(0), t.stride(1), t.stride(2), t.stride(3)}};
+  scratch = to_floats(t);
+  const int64_t h = t.size(1), r = t.size(2), c = t.size(3);
+  return {scratch.data(), {h * r * c, r * c, c, 1}};
+}
+
+// row[j] += mask[j] (float masks) or row[j] = -inf where mask[j] is false.
+void add_mask(float* row, int64_t n, const char* mask, int64_t step_bytes, DType dtype) {
+  if (dtype == DType::Bool) {
+    for (int64_t j = 0; j < n; ++j)
+      if (*reinterpret_cast<const uint8_t*>(mask + j * step_bytes) == 0)
+        row[j] = -std::numeric_limits<float>::infinity();
+  } else {
+    for (int64_t j = 0; j < n; ++j) row[j] += read_float(mask + j * step_bytes, dtype);
+  }
 }
 
 }  // namespace
@@ -95,63 +126,45 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attenti
     KILN_ASSIGN_OR_RETURN(Tensor lse, Tensor::empty_strided(lse_sizes, lse_strides, DType::Float32, Device{}));
 
     std::vector<float> qs, ks, vs;
-    const float* qf = contiguous_floats(*q, qs);
-    const float* kf = contiguous_floats(*k, ks);
-    const float* vf = contiguous_floats(*v, vs);
+    const Heads qh = float_heads(*q, qs), kh = float_heads(*k, ks), vh = float_heads(*v, vs);
+    // float32 output is written in place through its strides; others via a float32 buffer.
+    std::vector<float> o;
+    float* odata = nullptr;
+    std::array<int64_t, 4> ost{};
+    if (out.dtype() == DType::Float32) {
+      odata = out.data<float>();
+      ost = {out.stride(0), out.stride(1), out.stride(2), out.stride(3)};
+    } else {
+      o.resize(static_cast<size_t>(B * H * L * E));
+      odata = o.data();
+      ost = {H * L * E, L * E, E, 1};
+    }
     // The mask is read in place through its broadcast strides.
     const char* mbase = mask ? static_cast<const char*>(mask->data_ptr()) : nullptr;
     const auto melem = mask ? static_cast<int64_t>(element_size(mask->dtype())) : 0;
-    std::vector<float> o(static_cast<size_t>(B * H * L * E));
     std::vector<float> scores(static_cast<size_t>(L * S));
-    const float neg_inf = -std::numeric_limits<float>::infinity();
     float* lse_data = lse.data<float>();
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t h = 0; h < H; ++h) {
         const int64_t hk = h / (H / Hkv);
-        const float* qbh = qf + ((b * H + h) * L) * E;
-        const float* kbh = kf + ((b * Hkv + hk) * S) * E;
-        const float* vbh = vf + ((b * Hkv + hk) * S) * E;
-        float* obh = o.data() + ((b * H + h) * L) * E;
         // scores = scale * q @ k^T
-        KILN_RETURN_IF_ERROR(gemm<float>({qbh, L, E, E, 1}, {kbh, E, S, 1, E}, {scores.data(), L, S, S, 1}, sc, 0.0f));
+        KILN_RETURN_IF_ERROR(gemm<float>(qh.matrix(b, h, L, E), kh.matrix(b, hk, S, E).transposed(),
+                                         {scores.data(), L, S, S, 1}, sc, 0.0f));
         for (int64_t i = 0; i < L; ++i) {
           float* row = scores.data() + i * S;
-          if (mask) {
-            const char* mrow = mbase + (b * mst[0] + h * mst[1] + i * mst[2]) * melem;
-            for (int64_t j = 0; j < S; ++j) {
-              const char* p = mrow + j * mst[3] * melem;
-              if (mask->dtype() == DType::Bool) {
-                if (*reinterpret_cast<const uint8_t*>(p) == 0) row[j] = neg_inf;
-              } else {
-                row[j] += read_float(p, mask->dtype());
-              }
-            }
-          }
-          if (is_causal)
-            for (int64_t j = i + 1; j < S; ++j) row[j] = neg_inf;
-          float mx = neg_inf;
-          for (int64_t j = 0; j < S; ++j) mx = std::max(mx, row[j]);
-          float* lse_out = lse_data + b * L * H + i * H + h;
-          if (mx == neg_inf) {
-            // Every position masked: no probability mass anywhere.
-            for (int64_t j = 0; j < S; ++j) row[j] = 0.0f;
-            *lse_out = neg_inf;
-            continue;
-          }
-          double sum = 0.0;
-          for (int64_t j = 0; j < S; ++j) {
-            row[j] = std::exp(row[j] - mx);
-            sum += row[j];
-          }
-          const float inv = static_cast<float>(1.0 / sum);
-          for (int64_t j = 0; j < S; ++j) row[j] *= inv;
-          *lse_out = mx + static_cast<float>(std::log(sum));
+          if (mask) add_mask(row, S, mbase + (b * mst[0] + h * mst[1] + i * mst[2]) * melem, mst[3] * melem,
+                             mask->dtype());
+          // Causal: only keys j <= i take part; the rest get probability 0.
+          const int64_t n = is_causal ? std::min(i + 1, S) : S;
+          for (int64_t j = n; j < S; ++j) row[j] = 0.0f;
+          lse_data[b * L * H + i * H + h] = softmax_in_place(row, n);
         }
         // out = P @ v
-        KILN_RETURN_IF_ERROR(gemm<float>({scores.data(), L, S, S, 1}, {vbh, S, E, E, 1}, {obh, L, E, E, 1}, 1.0f, 0.0f));
+        KILN_RETURN_IF_ERROR(gemm<float>({scores.data(), L, S, S, 1}, vh.matrix(b, hk, S, E),
+                                         {odata + b * ost[0] + h * ost[1], L, E, ost[2], ost[3]}, 1.0f, 0.0f));
       }
     }
-    store_floats(o.data(), out);
+    if (out.dtype() != DType::Float32) store_floats(o.data(), out);
     AtenTensorHandle h0 = new_handle(std::move(out));
     AtenTensorHandle h1 = h0 ? new_handle(std::move(lse)) : nullptr;
     if (h1 == nullptr) {

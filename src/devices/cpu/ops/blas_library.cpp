@@ -32,6 +32,13 @@ Loaded load() {
     loaded.functions.sgemm = reinterpret_cast<decltype(loaded.functions.sgemm)>(::dlsym(handle, "cblas_sgemm"));
     loaded.functions.dgemm = reinterpret_cast<decltype(loaded.functions.dgemm)>(::dlsym(handle, "cblas_dgemm"));
     if (loaded.functions.sgemm && loaded.functions.dgemm) {
+      // Searched in the library and its dependencies: the libgomp it is bound to.
+      auto get = reinterpret_cast<int (*)()>(::dlsym(handle, "omp_get_max_threads"));
+      auto set = reinterpret_cast<void (*)(int)>(::dlsym(handle, "omp_set_num_threads"));
+      if (get && set) {
+        loaded.functions.omp_get_max_threads = get;
+        loaded.functions.omp_set_num_threads = set;
+      }
       KILN_LOG(Info, std::string("CPU BLAS: ") + name);
       return loaded;  // the handle stays open for the life of the process
     }

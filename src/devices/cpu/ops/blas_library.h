@@ -19,6 +19,11 @@ struct BlasFunctions {
                 const float*, blasint, float, float*, blasint);
   void (*dgemm)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint, double, const double*,
                 blasint, const double*, blasint, double, double*, blasint);
+  // The OpenMP runtime an OpenMP build of OpenBLAS threads with (null for other
+  // builds). Its GEMMs use omp_get_max_threads() of the calling thread, which
+  // the model's run sets (aoti.num_threads); gemm() lowers it for small products.
+  int (*omp_get_max_threads)() = nullptr;
+  void (*omp_set_num_threads)(int) = nullptr;
 };
 
 /// The loaded functions, or NotSupported naming the libraries tried (and how

@@ -61,6 +61,36 @@ void prepare(MatrixView<const T> m, Operand<T>& op) {
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
+// Products up to this many multiply-adds (e.g. 128x256 @ 256x64, tens of
+// microseconds on one core) run on the calling thread alone: OpenBLAS's
+// threaded GEMM synchronises its threads with busy-waits several times per
+// call, which costs more than it saves at this size and stalls for whole
+// scheduler slices when the CPUs are shared with other work.
+constexpr int64_t kSerialGemmMacs = int64_t{1} << 21;
+
+// While alive, the OpenMP BLAS runs on the calling thread only (when the
+// product is small and the BLAS threads with OpenMP).
+class SerialBlasScope {
+ public:
+  SerialBlasScope(const BlasFunctions& f, double macs) {
+    if (macs > static_cast<double>(kSerialGemmMacs) || !f.omp_get_max_threads) return;
+    previous_ = f.omp_get_max_threads();
+    if (previous_ > 1) {
+      set_ = f.omp_set_num_threads;
+      set_(1);
+    }
+  }
+  ~SerialBlasScope() {
+    if (set_) set_(previous_);
+  }
+  SerialBlasScope(const SerialBlasScope&) = delete;
+  SerialBlasScope& operator=(const SerialBlasScope&) = delete;
+
+ private:
+  void (*set_)(int) = nullptr;
+  int previous_ = 1;
+};
+
 }  // namespace
 
 template <typename T>
@@ -103,6 +133,7 @@ Error gemm(MatrixView<const T> a, MatrixView<const T> b, MatrixView<T> c, T alph
                                                  std::to_string(k) + "x" + std::to_string(n) +
                                                  " exceeds BLAS's 32-bit dimensions");
   KILN_ASSIGN_OR_RETURN(const BlasFunctions* functions, blas());
+  const SerialBlasScope serial(*functions, static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
   blas_gemm(*functions, oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, oa.data,
             static_cast<int>(oa.ld), ob.data, static_cast<int>(ob.ld), beta, c.data, static_cast<int>(ldc));
   return Error::Ok;
