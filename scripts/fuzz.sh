@@ -24,7 +24,7 @@ if ! command -v clang++ >/dev/null; then
   echo "[kiln fuzz] clang++ not found (scripts/setup.sh installs clang and libclang-rt-14-dev)" >&2
   exit 1
 fi
-if ! clang++ -print-file-name=libclang_rt.fuzzer-x86_64.a | grep -q /; then
+if [ ! -f "$(clang++ -print-file-name=libclang_rt.fuzzer-x86_64.a)" ]; then
   echo "[kiln fuzz] clang's libFuzzer runtime is missing (Debian: libclang-rt-14-dev)" >&2
   exit 1
 fi
