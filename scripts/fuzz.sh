@@ -56,12 +56,10 @@ for t in "${targets[@]}"; do
     -artifact_prefix="$fuzz_dir/artifacts/$t-" "${parallel[@]}" "$work" "$fuzz_dir/corpus/$t" >"$log" 2>&1
   status=$?
   set -e
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | awk '{s+=$1} END {print s+0}')
-  rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' | awk '{s+=$1} END {print s+0}')
-  if ((jobs > 1)); then
-    execs=$(grep -o '^#[0-9]*' "$log" | tail -1 | tr -d '#')
-    rate=$((${execs:-0} / (seconds > 0 ? seconds : 1)))
-  fi
+  # One worker prints final stats; -fork prints "#<total execs>: ..." lines.
+  execs=$(awk '/^stat::number_of_executed_units:/ {n=$2} /^#[0-9]+:/ {sub(/^#/, "", $1); sub(/:$/, "", $1); n=$1}
+               END {print n+0}' "$log")
+  rate=$((execs / (seconds > 0 ? seconds : 1)))
   line="$t: ${execs:-0} execs, ${rate:-0} exec/s, corpus $(ls "$work" | wc -l) inputs, exit $status"
   summary+=("$line")
   if [ "$status" -ne 0 ]; then
