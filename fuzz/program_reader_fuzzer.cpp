@@ -44,7 +44,7 @@ class MemoryFile {
     }
   }
   ~MemoryFile() { ::close(fd_); }
-  std::string path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+  std::string path() const { return std::string("/proc/self/fd/").append(std::to_string(fd_)); }
 
  private:
   int fd_;

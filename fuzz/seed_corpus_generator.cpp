@@ -3,10 +3,12 @@
 // and valid input-validation cases in fuzz/validation_case.h's encoding.
 //
 //   fuzz_seed_corpus <program corpus dir> <validation corpus dir> <ELF shared library>
+//   (the directories are created if needed)
 //
 // The ELF library becomes the library bytes of the seed methods, so the
 // reader fuzzer starts from a well-formed ELF for read_dynamic_symbols.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -155,6 +157,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s <program corpus dir> <validation corpus dir> <ELF shared library>\n", argv[0]);
     return 2;
   }
+  std::error_code ec;
+  for (const char* dir : {argv[1], argv[2]})
+    if (std::filesystem::create_directories(dir, ec); ec) {
+      std::fprintf(stderr, "fuzz_seed_corpus: cannot create %s: %s\n", dir, ec.message().c_str());
+      return 1;
+    }
   const std::vector<uint8_t> elf = read_file(argv[3]);
   if (elf.empty()) {
     std::fprintf(stderr, "fuzz_seed_corpus: cannot read %s\n", argv[3]);
