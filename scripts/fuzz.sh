@@ -59,7 +59,8 @@ for t in "${targets[@]}"; do
   # One worker prints final stats; -fork prints "#<total execs>: ..." lines.
   execs=$(awk '/^stat::number_of_executed_units:/ {n=$2} /^#[0-9]+:/ {sub(/^#/, "", $1); sub(/:$/, "", $1); n=$1}
                END {print n+0}' "$log")
-  rate=$((execs / (seconds > 0 ? seconds : 1)))
+  rate=$(awk '/^stat::average_exec_per_sec:/ {r=$2} END {print r+0}' "$log")
+  ((rate > 0)) || rate=$((execs / (seconds > 0 ? seconds : 1)))
   line="$t: ${execs:-0} execs, ${rate:-0} exec/s, corpus $(ls "$work" | wc -l) inputs, exit $status"
   summary+=("$line")
   if [ "$status" -ne 0 ]; then
