@@ -48,7 +48,7 @@ export KILN_CLI="$PWD/$build_dir/kiln"
 # The exporter and the eager reference run in this uninstrumented Python.
 unset KILN_LIBRARY
 set +e
-python3 -m pytest -q -rA tests/python/test_parity.py::test_cli_matches_eager tests/python/test_cli.py
+python3 -m pytest -q tests/python/test_parity.py::test_cli_matches_eager tests/python/test_cli.py
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then
