@@ -39,8 +39,8 @@ Result<int64_t> strided_extent_bytes(std::span<const int64_t> sizes, std::span<c
     if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) || __builtin_add_overflow(last, reach, &last))
       return set_error(Error::InvalidArgument, "tensor geometry overflows int64");
   }
-  int64_t bytes = 0;
-  if (__builtin_mul_overflow(last + 1, static_cast<int64_t>(elem), &bytes))
+  int64_t count = 0, bytes = 0;  // elements spanned: last + 1 overflows too when last is INT64_MAX
+  if (__builtin_add_overflow(last, 1, &count) || __builtin_mul_overflow(count, static_cast<int64_t>(elem), &bytes))
     return set_error(Error::InvalidArgument, "tensor geometry overflows int64");
   return bytes;
 }
