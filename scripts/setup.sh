@@ -7,7 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 debian_packages=(build-essential cmake ninja-build pkg-config libgtest-dev flatbuffers-compiler
-  libflatbuffers-dev libopenblas-openmp-dev libsleef3 libsodium-dev libdlpack-dev python3-pip)
+  libflatbuffers-dev libopenblas-openmp-dev libsleef3 libsodium-dev libdlpack-dev python3-pip
+  clang libclang-rt-14-dev)  # clang + libFuzzer for scripts/fuzz.sh
 missing=()
 for p in "${debian_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

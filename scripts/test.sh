@@ -20,6 +20,10 @@ echo "[kiln test] pytest"
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 export KILN_LIBRARY="$PWD/$build_dir/libkiln.so"
 export KILN_CLI="$PWD/$build_dir/kiln"
+# Parity programs are exported once and reused by the sanitizer step below.
+KILN_PARITY_PROGRAM_DIR=$(mktemp -d)
+export KILN_PARITY_PROGRAM_DIR
+trap 'rm -rf "$KILN_PARITY_PROGRAM_DIR"' EXIT
 set +e
 python3 -m pytest -q tests/python "$@"
 status=$?
@@ -28,4 +32,11 @@ if [ "$status" -eq 5 ]; then
   echo "[kiln test] pytest ran no test" >&2
   exit 1
 fi
-exit "$status"
+if [ "$status" -ne 0 ]; then exit "$status"; fi
+
+# Unit tests and the CPU parity suite under ASan+UBSan, then every libFuzzer
+# target for KILN_FUZZ_SECONDS each (docs/testing.md).
+echo "[kiln test] sanitizers"
+bash scripts/sanitize.sh
+echo "[kiln test] fuzzing"
+bash scripts/fuzz.sh "${KILN_FUZZ_SECONDS:-60}"

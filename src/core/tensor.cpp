@@ -25,18 +25,22 @@ Result<int64_t> strided_extent_bytes(std::span<const int64_t> sizes, std::span<c
   if (elem == 0) return set_error(Error::InvalidArgument, "unknown dtype code " +
                                                             std::to_string(static_cast<int>(dtype)));
   int64_t last = 0;  // largest element index reached
+  // Every dimension is checked before an empty one ends the walk, so the
+  // verdict on a geometry does not depend on where its zero size sits.
+  bool empty = false;
   for (size_t i = 0; i < sizes.size(); ++i) {
     if (sizes[i] < 0 || strides[i] < 0)
       return set_error(Error::InvalidArgument, "negative size or stride in dimension " + std::to_string(i));
-    if (sizes[i] == 0) return int64_t{0};
+    empty = empty || sizes[i] == 0;
   }
+  if (empty) return int64_t{0};
   for (size_t i = 0; i < sizes.size(); ++i) {
     int64_t reach = 0;
     if (__builtin_mul_overflow(sizes[i] - 1, strides[i], &reach) || __builtin_add_overflow(last, reach, &last))
       return set_error(Error::InvalidArgument, "tensor geometry overflows int64");
   }
-  int64_t bytes = 0;
-  if (__builtin_mul_overflow(last + 1, static_cast<int64_t>(elem), &bytes))
+  int64_t count = 0, bytes = 0;  // elements spanned: last + 1 overflows too when last is INT64_MAX
+  if (__builtin_add_overflow(last, 1, &count) || __builtin_mul_overflow(count, static_cast<int64_t>(elem), &bytes))
     return set_error(Error::InvalidArgument, "tensor geometry overflows int64");
   return bytes;
 }

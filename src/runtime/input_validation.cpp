@@ -60,9 +60,17 @@ Error validate_inputs(const MethodInfo& method, std::span<const Tensor> inputs) 
       return set_error(Error::InvalidArgument, input_label(method, i) + " is on " + device_string(t.device()) +
                                                    " but the method runs on " + method.device);
     KILN_ASSIGN_OR_RETURN(int64_t extent, strided_extent_bytes(t.sizes(), t.strides(), t.dtype()));
-    const int64_t start = t.storage_offset() * static_cast<int64_t>(element_size(t.dtype()));
-    if (extent > 0 && start + extent > static_cast<int64_t>(t.storage()->nbytes()))
-      return set_error(Error::InvalidArgument, input_label(method, i) + " reaches past the end of its storage");
+    // The offset comes from the caller too: a negative one, or one whose byte
+    // position overflows, would point the kernel outside the storage.
+    int64_t start = 0, end = 0;
+    if (extent > 0 &&
+        (t.storage_offset() < 0 ||
+         __builtin_mul_overflow(t.storage_offset(), static_cast<int64_t>(element_size(t.dtype())), &start) ||
+         __builtin_add_overflow(start, extent, &end) || static_cast<uint64_t>(end) > t.storage()->nbytes()))
+      return set_error(Error::InvalidArgument, input_label(method, i) + " (storage offset " +
+                                                   std::to_string(t.storage_offset()) + ", " + std::to_string(extent) +
+                                                   " bytes) reaches outside its storage of " +
+                                                   std::to_string(t.storage()->nbytes()) + " bytes");
   }
   return Error::Ok;
 }

@@ -69,5 +69,35 @@ TEST(Tensor, GeometryOverflowIsAnError) {
   EXPECT_EQ(r.error(), Error::InvalidArgument);
 }
 
+// Found by fuzz/input_validation_fuzzer: a geometry whose last element index
+// is exactly INT64_MAX overflowed (signed, UB) when counting the elements.
+TEST(Tensor, GeometryReachingInt64MaxIsAnError) {
+  for (const auto& [sizes, strides] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+           {{2}, {INT64_MAX}}, {{1, 2}, {1, INT64_MAX}}, {{2, 2}, {INT64_MAX - 1, 1}}}) {
+    auto r = strided_extent_bytes(sizes, strides, DType::UInt8);
+    EXPECT_EQ(r.error(), Error::InvalidArgument);
+    EXPECT_NE(last_error_message().find("overflows int64"), std::string::npos) << last_error_message();
+  }
+  // One element short of the limit still fits for 1-byte elements.
+  auto fits = strided_extent_bytes(std::vector<int64_t>{2}, std::vector<int64_t>{INT64_MAX - 1}, DType::UInt8);
+  ASSERT_TRUE(fits.ok()) << last_error_message();
+  EXPECT_EQ(*fits, INT64_MAX);
+}
+
+// Found by fuzz/input_validation_fuzzer: an empty dimension ended the checks,
+// so a negative stride after it was accepted ([0, 16] strides [16, -5]) while
+// the same dimensions in the other order were refused.
+TEST(Tensor, NegativeStrideIsAnErrorWhereverTheEmptyDimensionIs) {
+  for (const auto& [sizes, strides] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
+           {{0, 16}, {16, -5}}, {{16, 0}, {-5, 16}}, {{0, 16}, {-1, 1}}, {{3, 0}, {0, -1}}}) {
+    auto r = strided_extent_bytes(sizes, strides, DType::Float32);
+    EXPECT_EQ(r.error(), Error::InvalidArgument);
+    EXPECT_NE(last_error_message().find("negative size or stride"), std::string::npos) << last_error_message();
+  }
+  auto empty = strided_extent_bytes(std::vector<int64_t>{0, 16}, std::vector<int64_t>{16, 1}, DType::Float32);
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(*empty, 0);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -35,11 +35,16 @@ def flat_outputs(result) -> list[torch.Tensor]:
 
 @pytest.fixture(scope="session")
 def exported(tmp_path_factory):
-    """name -> path of the saved program; compiled once per session."""
-    out_dir = tmp_path_factory.mktemp("programs")
+    """name -> path of the saved program; compiled once per session, or once per
+    $KILN_PARITY_PROGRAM_DIR (scripts/test.sh shares one between this run and the
+    sanitizer run of scripts/sanitize.sh, which would otherwise export again)."""
+    shared = os.environ.get("KILN_PARITY_PROGRAM_DIR")
+    out_dir = Path(shared) if shared else tmp_path_factory.mktemp("programs")
     paths = {}
 
     def get(name):
+        if name not in paths and shared and (out_dir / f"{name}.kiln").is_file():
+            paths[name] = out_dir / f"{name}.kiln"
         if name not in paths:
             case = CASES[name]
             programs = {}

@@ -66,5 +66,46 @@ TEST(InputValidation, NamesAnInputOnAnotherDevice) {
       << last_error_message();
 }
 
+// Found by fuzz/input_validation_fuzzer: a storage offset whose byte position
+// overflows int64 (UBSan: signed overflow), and a negative offset that made
+// the view start before its storage, were not caught.
+TEST(InputValidation, RejectsStorageOffsetsOutsideTheStorage) {
+  MethodInfo m;
+  m.name = "forward";
+  m.device = "cpu";
+  TensorSpec x;
+  x.name = "x";
+  x.dtype = DType::Float32;
+  x.dims = {DimSpec{2, false, 0, -1, ""}};
+  m.inputs = {x};
+  static float backing[64];
+  auto view = [](int64_t offset, size_t storage_bytes) {
+    return Tensor(Storage::create(backing, storage_bytes, Device{}), DType::Float32, {2}, {1}, offset);
+  };
+  struct Case {
+    int64_t offset;
+    size_t storage_bytes;
+    std::string expected;
+  };
+  const std::vector<Case> rejected = {
+      {int64_t{6872316419617283935}, sizeof(backing), "storage offset 6872316419617283935, 8 bytes"},
+      {INT64_MAX, sizeof(backing), "storage offset 9223372036854775807"},
+      {-1, sizeof(backing), "storage offset -1, 8 bytes) reaches outside its storage of 256 bytes"},
+      {INT64_MIN, SIZE_MAX, "storage offset -9223372036854775808"},
+      {63, sizeof(backing), "storage offset 63"},  // last element one past the end
+  };
+  for (const Case& c : rejected) {
+    std::vector<Tensor> in = {view(c.offset, c.storage_bytes)};
+    EXPECT_EQ(validate_inputs(m, in), Error::InvalidArgument) << "offset " << c.offset;
+    EXPECT_NE(last_error_message().find(c.expected), std::string::npos)
+        << "message: " << last_error_message() << "\nexpected to contain: " << c.expected;
+  }
+  // The largest offset that still fits, and a storage larger than INT64_MAX.
+  std::vector<Tensor> last = {view(62, sizeof(backing))};
+  EXPECT_EQ(validate_inputs(m, last), Error::Ok) << last_error_message();
+  std::vector<Tensor> huge = {view(62, SIZE_MAX)};
+  EXPECT_EQ(validate_inputs(m, huge), Error::Ok) << last_error_message();
+}
+
 }  // namespace
 }  // namespace kiln
