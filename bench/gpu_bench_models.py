@@ -33,9 +33,16 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+import sys
+from pathlib import Path
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+# The thin transformers wrappers are the GPU suite's (same models, bigger configs here).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+from hf_suite_models import ParakeetCtc, ResNetLogits, _transformers  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -69,14 +76,6 @@ def param_bytes(module: nn.Module) -> int:
 
 def param_count(module: nn.Module) -> int:
     return sum(p.numel() for p in module.parameters())
-
-
-def _transformers():
-    try:
-        import transformers
-    except ImportError as e:
-        raise ImportError("gpu_bench_models needs 'transformers' (tested with 5.17.0)") from e
-    return transformers
 
 
 def _randn(shape, dtype, device):
@@ -187,15 +186,6 @@ def whisper_decoder(dtype, device, tiny):
 # ---------------------------------------------------------------- Parakeet
 
 
-class ParakeetCtc(nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, input_features):
-        return self.model(input_features=input_features).logits
-
-
 def parakeet_encoder(dtype, device, tiny):
     tf = _transformers()
     size = dict(d=64, layers=2, heads=4, ffn=128, ch=32, frames=128) if tiny else \
@@ -293,15 +283,6 @@ def gemma3_prefill(dtype, device, tiny):
 
 
 # ---------------------------------------------------------------- ResNet
-
-
-class ResNetLogits(nn.Module):
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-
-    def forward(self, pixel_values):
-        return self.model(pixel_values=pixel_values).logits
 
 
 def resnet50(dtype, device, tiny):

@@ -289,6 +289,24 @@ Result<std::vector<Tensor>> AotiMethod::finish_device_outputs(std::vector<Tensor
   return outputs;
 }
 
+Result<std::vector<Tensor>> AotiMethod::stage_inputs(std::span<const Tensor> inputs, StreamHandle stream) const {
+  std::vector<Tensor> staged;
+  staged.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (device_.is_cpu() || t.device() == device_) {
+      staged.push_back(t);
+      continue;
+    }
+    auto copy = to_device(t, stream);
+    if (!copy.ok())
+      return set_error(copy.error(), input_label(name_, i, input_names_) + ": copying it to " +
+                                         device_string(device_) + " failed: " + last_error_message());
+    staged.push_back(std::move(*copy));
+  }
+  return staged;
+}
+
 Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) {
   const bool on_device = !device_.is_cpu();
   StreamHandle stream = nullptr;
@@ -318,9 +336,11 @@ Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) 
 
   if (graphs_) {
     std::lock_guard<std::mutex> lock(graph_mutex_);
-    auto outputs = graphs_->execute(inputs, stream, [&](std::vector<Tensor> staged) {
+    auto run = [&](std::span<const Tensor> run_inputs) -> Result<std::vector<Tensor>> {
+      KILN_ASSIGN_OR_RETURN(std::vector<Tensor> staged, stage_inputs(run_inputs, stream));
       return run_model(std::move(staged), stream);
-    });
+    };
+    auto outputs = graphs_->execute(inputs, stream, run);
     if (!outputs.ok()) {
       if (outputs.error() == Error::BackendFailed) return outputs.error();  // already names the method
       return set_error(outputs.error(), "method '" + name_ + "': " + last_error_message());
@@ -328,20 +348,7 @@ Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) 
     return finish_device_outputs(std::move(*outputs), any_device_input, stream);
   }
 
-  std::vector<Tensor> staged;
-  staged.reserve(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
-    if (!on_device || t.device() == device_) {
-      staged.push_back(t);
-      continue;
-    }
-    auto copy = to_device(t, stream);
-    if (!copy.ok())
-      return set_error(copy.error(), input_label(name_, i, input_names_) + ": copying it to " +
-                                         device_string(device_) + " failed: " + last_error_message());
-    staged.push_back(std::move(*copy));
-  }
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> staged, stage_inputs(inputs, stream));
   KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_model(std::move(staged), stream));
   if (!on_device) return outputs;
   return finish_device_outputs(std::move(outputs), any_device_input, stream);

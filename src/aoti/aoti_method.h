@@ -115,6 +115,9 @@ class AotiMethod final : public MethodExecutor {
   Result<bool> place_weights(const MethodInfo& method, std::span<const uint8_t> blob, const std::string& label);
   // The library copies its weights blob itself.
   Error load_weights_blob(std::span<const uint8_t> weights, const std::string& label);
+  // The inputs where the model wants them: CPU inputs of a device method are
+  // copied to its device on `stream`; everything else is passed as it is.
+  Result<std::vector<Tensor>> stage_inputs(std::span<const Tensor> inputs, StreamHandle stream) const;
   // One run of the container on inputs already where the model wants them.
   Result<std::vector<Tensor>> run_model(std::vector<Tensor> staged, StreamHandle stream);
   // Device methods: synchronise, or copy outputs to the host (option rules).

@@ -64,22 +64,6 @@ Error GraphReplay::copy_into(const Tensor& dst, const Tensor& src, StreamHandle 
   return device_->copy(dst.data_ptr(), src.data_ptr(), static_cast<size_t>(extent), kind, where_.index, stream);
 }
 
-Result<std::vector<Tensor>> GraphReplay::stage(std::span<const Tensor> inputs, StreamHandle stream) const {
-  std::vector<Tensor> staged;
-  staged.reserve(inputs.size());
-  for (const Tensor& t : inputs) {
-    if (t.device() == where_) {
-      staged.push_back(t);
-      continue;
-    }
-    // May come back as an output (a model can return its input).
-    KILN_ASSIGN_OR_RETURN(Tensor copy, device_buffer_like(t, stream, FreeOn::CurrentStream));
-    KILN_RETURN_IF_ERROR(copy_into(copy, t, stream));
-    staged.push_back(std::move(copy));
-  }
-  return staged;
-}
-
 Result<std::vector<Tensor>> GraphReplay::replay(Graph& graph, std::span<const Tensor> inputs, StreamHandle stream) {
   for (size_t i = 0; i < inputs.size(); ++i) KILN_RETURN_IF_ERROR(copy_into(graph.static_inputs[i], inputs[i], stream));
   KILN_RETURN_IF_ERROR(device_->launch_graph(where_.index, graph.handle, stream));
@@ -136,8 +120,7 @@ Result<std::vector<Tensor>> GraphReplay::execute(std::span<const Tensor> inputs,
   SignatureState& state = signatures_[key];
   if (state.eager_only || state.eager_runs < kWarmupRuns) {
     ++state.eager_runs;
-    KILN_ASSIGN_OR_RETURN(std::vector<Tensor> staged, stage(inputs, stream));
-    return run(std::move(staged));
+    return run(inputs);
   }
 
   auto recorded = record(inputs, stream, run);
@@ -147,8 +130,7 @@ Result<std::vector<Tensor>> GraphReplay::execute(std::span<const Tensor> inputs,
     state.eager_only = true;
     KILN_LOG(Warning, label_ + ": running without a CUDA graph for input signature " + key +
                           ": capture failed: " + last_error_message());
-    KILN_ASSIGN_OR_RETURN(std::vector<Tensor> staged, stage(inputs, stream));
-    return run(std::move(staged));
+    return run(inputs);
   }
   if (graphs_.size() >= capacity_) {
     const std::string oldest = recency_.back();

@@ -35,9 +35,9 @@ namespace kiln::aoti {
 
 class GraphReplay {
  public:
-  /// Runs the model once on inputs already on the method's device; returns its
-  /// outputs. The callback is the method's single-threaded run.
-  using RunFn = std::function<Result<std::vector<Tensor>>(std::vector<Tensor> device_inputs)>;
+  /// One eager run of the method (its input staging and single-threaded run)
+  /// on `inputs`, which may be on the host or on the method's device.
+  using RunFn = std::function<Result<std::vector<Tensor>>(std::span<const Tensor> inputs)>;
 
   GraphReplay(DeviceInterface* device, Device where, size_t capacity, std::string method_label);
   ~GraphReplay();
@@ -46,9 +46,8 @@ class GraphReplay {
 
   /// Executes `inputs` (each on the host or on the method's device) on
   /// `stream`: replays the signature's graph, or runs `run` eagerly (warm-up,
-  /// or signatures that cannot be recorded) after staging inputs to the
-  /// device, or records a graph and replays it. Outputs are on the device,
-  /// ordered on `stream`.
+  /// or signatures that cannot be recorded), or records a graph and replays
+  /// it. Outputs are on the device, ordered on `stream`.
   Result<std::vector<Tensor>> execute(std::span<const Tensor> inputs, StreamHandle stream, const RunFn& run);
 
   /// Graphs currently kept; for tests and diagnostics.
@@ -69,16 +68,14 @@ class GraphReplay {
 
   static std::string signature_of(std::span<const Tensor> inputs);
   // A device buffer with `like`'s sizes and strides, allocated on `stream`.
-  // Internal buffers (static inputs, staged copies) are freed on `stream`,
-  // which outlives them. Buffers handed to the caller are freed on whatever
-  // stream is current when their last reference goes, like the outputs the
-  // model allocates itself: the caller may keep them after the method (and
-  // its stream) is gone.
+  // Static inputs are freed on `stream`, which outlives them. Buffers handed
+  // to the caller are freed on whatever stream is current when their last
+  // reference goes, like the outputs the model allocates itself: the caller
+  // may keep them after the method (and its stream) is gone.
   enum class FreeOn { RunStream, CurrentStream };
   Result<Tensor> device_buffer_like(const Tensor& like, StreamHandle stream, FreeOn free_on) const;
   // Copies `src`'s bytes (host or device, same geometry) into `dst` on `stream`.
   Error copy_into(const Tensor& dst, const Tensor& src, StreamHandle stream) const;
-  Result<std::vector<Tensor>> stage(std::span<const Tensor> inputs, StreamHandle stream) const;
   Result<std::vector<Tensor>> replay(Graph& graph, std::span<const Tensor> inputs, StreamHandle stream);
   // Records one run; on failure returns the reason (and nothing is kept).
   Result<Graph> record(std::span<const Tensor> inputs, StreamHandle stream, const RunFn& run);
