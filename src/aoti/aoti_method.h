@@ -101,8 +101,6 @@ class AotiMethod final : public MethodExecutor {
   /// The stream this method runs on when the policy is not Caller (null for
   /// CPU methods). For tests and diagnostics.
   StreamHandle owned_stream() const noexcept { return stream_ ? stream_->get() : nullptr; }
-  /// The CUDA graph replayer, or null without aoti.cuda_graphs. For tests.
-  const GraphReplay* graphs() const noexcept { return graphs_.get(); }
 
  private:
   AotiMethod() = default;

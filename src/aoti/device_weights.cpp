@@ -54,7 +54,6 @@ Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>&
     if (device_.is_cpu() && e.read_only()) {
       // Borrowed: the mapping outlives every user (the store holds the program).
       storage = Storage::create(const_cast<uint8_t*>(src), e.data_size, device_);
-      bytes_in_place_ += e.data_size;
     } else {
       const size_t nbytes = e.data_size > 0 ? e.data_size : 1;
       auto data = iface->allocate(nbytes, device_.index, nullptr);
@@ -65,7 +64,6 @@ Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>&
       const int index = device_.index;
       storage = Storage::create(*data, nbytes, device_, [iface, index](void* p) { iface->free(p, index, nullptr); });
       if (e.data_size > 0) uploads.push_back(UploadRegion{*data, src, e.data_size});
-      bytes_copied_ += e.data_size;
     }
     out[i] = Tensor(std::move(storage), e.dtype, e.sizes, e.strides, e.storage_offset);
     if (!key.empty()) new_shared.emplace_back(i, key);
@@ -78,16 +76,6 @@ Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>&
   // Published only once their bytes are there.
   for (const auto& [i, key] : new_shared) shared_.emplace(key, out[i]);
   return out;
-}
-
-uint64_t WeightStore::bytes_copied() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return bytes_copied_;
-}
-
-uint64_t WeightStore::bytes_in_place() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return bytes_in_place_;
 }
 
 }  // namespace kiln::aoti

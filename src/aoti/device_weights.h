@@ -45,11 +45,6 @@ class WeightStore {
   /// weights in the program mapping).
   Result<std::vector<Tensor>> place(const std::vector<ConstantEntry>& entries, std::span<const uint8_t> blob);
 
-  /// Bytes this store copied to device (or private host) memory, and bytes
-  /// it serves in place from the mapping. For tests and diagnostics.
-  uint64_t bytes_copied() const;
-  uint64_t bytes_in_place() const;
-
   WeightStore(std::shared_ptr<const ProgramFile> program, Device device)
       : program_(std::move(program)), device_(device) {}
 
@@ -60,8 +55,6 @@ class WeightStore {
   Device device_;
   mutable std::mutex mutex_;
   std::map<std::string, Tensor> shared_;  // share_key -> placed tensor
-  uint64_t bytes_copied_ = 0;
-  uint64_t bytes_in_place_ = 0;
 };
 
 }  // namespace kiln::aoti

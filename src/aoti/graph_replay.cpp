@@ -74,7 +74,6 @@ Result<std::vector<Tensor>> GraphReplay::replay(Graph& graph, std::span<const Te
     KILN_RETURN_IF_ERROR(copy_into(out, recorded, stream));
     outputs.push_back(std::move(out));
   }
-  ++replays_;
   return outputs;
 }
 

@@ -50,11 +50,6 @@ class GraphReplay {
   /// it. Outputs are on the device, ordered on `stream`.
   Result<std::vector<Tensor>> execute(std::span<const Tensor> inputs, StreamHandle stream, const RunFn& run);
 
-  /// Graphs currently kept; for tests and diagnostics.
-  size_t num_graphs() const noexcept { return graphs_.size(); }
-  /// Calls served by a replay since load; for tests and diagnostics.
-  uint64_t num_replays() const noexcept { return replays_; }
-
  private:
   struct Graph {
     GraphHandle handle = nullptr;
@@ -88,7 +83,6 @@ class GraphReplay {
   std::map<std::string, Graph> graphs_;
   std::list<std::string> recency_;  // front: most recently used signature with a graph
   std::map<std::string, SignatureState> signatures_;
-  uint64_t replays_ = 0;
 };
 
 }  // namespace kiln::aoti

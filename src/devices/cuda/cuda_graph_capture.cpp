@@ -80,13 +80,6 @@ bool CaptureArena::release(void* ptr) noexcept {
   return false;
 }
 
-size_t CaptureArena::bytes_reserved() const noexcept {
-  std::lock_guard<std::mutex> lock(registry_mutex());
-  size_t total = 0;
-  for (const Block& b : blocks_) total += b.nbytes;
-  return total;
-}
-
 CapturedGraph::~CapturedGraph() {
   if (exec) {
     ScopedDevice scoped(device);

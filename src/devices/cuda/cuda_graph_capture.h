@@ -43,7 +43,6 @@ class CaptureArena {
   /// Marks `ptr` free for later allocations of the same recording. False when
   /// `ptr` is not one of this arena's blocks.
   bool release(void* ptr) noexcept;
-  size_t bytes_reserved() const noexcept;
 
  private:
   struct Block {
