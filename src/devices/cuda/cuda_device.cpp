@@ -103,16 +103,17 @@ Result<void*> CudaDevice::allocate(size_t nbytes, int index, StreamHandle stream
 
 void CudaDevice::free(void* ptr, int index, StreamHandle stream) noexcept {
   if (ptr == nullptr) return;
-  if (release_arena_block(ptr)) return;  // graph memory: stays with its graph
-  if (note_free_during_capture(ptr)) return;
   Block block{0, index};
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = blocks_.find(ptr);
     if (it == blocks_.end()) {
-      KILN_LOG(Warning, "CUDA free of a pointer Kiln did not allocate; ignored");
+      // Not pool memory: graph memory stays with its graph; anything else is
+      // not Kiln's. Looked up only here, so plain frees never pay for graphs.
+      if (!release_arena_block(ptr)) KILN_LOG(Warning, "CUDA free of a pointer Kiln did not allocate; ignored");
       return;
     }
+    if (note_free_during_capture(ptr)) return;  // freed again after the recording
     block = it->second;
     blocks_.erase(it);
     Counters& c = counters_[block.device];
