@@ -9,6 +9,7 @@
 #include "aoti/memory_budget.h"
 #include "aoti/shim/shim_state.h"
 #include "aoti/shim/tensor_handle.h"
+#include "aoti/weak_registry.h"
 #include "kiln/log.h"
 
 namespace kiln::aoti {
@@ -42,16 +43,8 @@ OwnedStream::~OwnedStream() { device_->destroy_stream(index_, stream_); }
 Result<std::shared_ptr<OwnedStream>> OwnedStream::shared_for(const void* program, DeviceInterface* device,
                                                              int index) {
   using Key = std::tuple<const void*, DeviceInterface*, int>;
-  static std::mutex mutex;
-  static std::map<Key, std::weak_ptr<OwnedStream>>* registry = new std::map<Key, std::weak_ptr<OwnedStream>>();
-  std::lock_guard<std::mutex> lock(mutex);
-  for (auto it = registry->begin(); it != registry->end();) it = it->second.expired() ? registry->erase(it) : ++it;
-  const Key key{program, device, index};
-  if (auto it = registry->find(key); it != registry->end())
-    if (auto live = it->second.lock()) return live;
-  KILN_ASSIGN_OR_RETURN(std::shared_ptr<OwnedStream> stream, create(device, index));
-  (*registry)[key] = stream;
-  return stream;
+  static auto* registry = new WeakRegistry<Key, OwnedStream>();  // never destroyed: used until exit
+  return registry->get_or_create(Key{program, device, index}, [&] { return create(device, index); });
 }
 
 Result<StreamHandle> OwnedStream::for_this_thread(DeviceInterface* device, int index) {
@@ -174,7 +167,7 @@ Result<bool> AotiMethod::place_weights(const MethodInfo& method, std::span<const
   auto table = method.metadata.find(std::string(kConstantsMetadataKey));
   if (table == method.metadata.end() || !entry_.update_user_managed_constant_buffer_pairs) return false;
   KILN_ASSIGN_OR_RETURN(std::vector<ConstantEntry> entries, parse_constants_table(table->second, blob.size()));
-  std::shared_ptr<WeightStore> store = WeightStore::for_program(program_, device_);
+  KILN_ASSIGN_OR_RETURN(std::shared_ptr<WeightStore> store, WeightStore::for_program(program_, device_));
   auto tensors = store->place(entries, blob);
   if (!tensors.ok()) return set_error(tensors.error(), label + ": " + last_error_message());
   std::vector<ConstantMapEntry> pairs;

@@ -2,25 +2,20 @@
 
 #include <tuple>
 
+#include "aoti/weak_registry.h"
 #include "kiln/device_interface.h"
 
 namespace kiln::aoti {
 
-std::shared_ptr<WeightStore> WeightStore::for_program(const std::shared_ptr<const ProgramFile>& program,
-                                                      Device device) {
+Result<std::shared_ptr<WeightStore>> WeightStore::for_program(const std::shared_ptr<const ProgramFile>& program,
+                                                              Device device) {
   using Key = std::tuple<const void*, int, int>;
-  static std::mutex mutex;
-  static auto* registry = new std::map<Key, std::weak_ptr<WeightStore>>();
-  std::lock_guard<std::mutex> lock(mutex);
-  for (auto it = registry->begin(); it != registry->end();) it = it->second.expired() ? registry->erase(it) : ++it;
+  static auto* registry = new WeakRegistry<Key, WeightStore>();  // never destroyed: used until exit
   // A live entry holds its program, so a program's address is never mistaken
   // for another's.
-  const Key key{program.get(), static_cast<int>(device.type), device.index};
-  if (auto it = registry->find(key); it != registry->end())
-    if (auto live = it->second.lock()) return live;
-  auto store = std::make_shared<WeightStore>(program, device);
-  (*registry)[key] = store;
-  return store;
+  return registry->get_or_create(Key{program.get(), static_cast<int>(device.type), device.index}, [&] {
+    return Result<std::shared_ptr<WeightStore>>(std::make_shared<WeightStore>(program, device));
+  });
 }
 
 std::string WeightStore::share_key(const ConstantEntry& e) {

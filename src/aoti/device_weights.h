@@ -38,7 +38,8 @@ class WeightStore {
  public:
   /// The store of `program` on `device`: the live one if a method holds it,
   /// else a new one.
-  static std::shared_ptr<WeightStore> for_program(const std::shared_ptr<const ProgramFile>& program, Device device);
+  static Result<std::shared_ptr<WeightStore>> for_program(const std::shared_ptr<const ProgramFile>& program,
+                                                          Device device);
 
   /// One tensor per entry, in order: shared with an earlier call when it
   /// placed the same constant, else placed now from `blob` (the method's
