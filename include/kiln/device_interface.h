@@ -111,6 +111,15 @@ class KILN_API DeviceInterface {
   /// Frees `graph` and its memory once queued replays are done (synchronises
   /// the device). Null is a no-op.
   virtual void destroy_graph(int index, GraphHandle graph) noexcept;
+
+  /// Releases what the model library loaded at `library_base` acquired from
+  /// the device and never gives back itself (CUDA: the kernel modules its
+  /// wrapper loads). Called when a method is unloaded, after its model
+  /// containers and graphs are gone and before the library is closed.
+  virtual void release_library_kernels(int index, const void* library_base) noexcept {
+    (void)index;
+    (void)library_base;
+  }
 };
 
 /// Registers `device` for its type (called from the builtin list). The registry

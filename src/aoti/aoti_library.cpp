@@ -55,12 +55,26 @@ std::string exported_shim_name(const std::string& import) {
   return std::string(kKilnShimPrefix) + import.substr(kTorchShimPrefix.size());
 }
 
+// The CUDA driver calls that load kernel modules, which AOTInductor's wrapper
+// never unloads: renamed to the CUDA plugin's knModuleLoad* wrappers ("cu" ->
+// "kn"), which record each module so it is unloaded with the method
+// (src/devices/cuda/kernel_modules.h).
+constexpr std::string_view kModuleLoadImports[] = {"cuModuleLoad", "cuModuleLoadData"};
+constexpr std::string_view kKilnModuleLoadPrefix = "kn";
+
 Error rename_shim_imports(int fd, const DynamicSymbols& symbols, const std::string& what) {
   for (size_t i = 0; i < symbols.undefined.size(); ++i) {
-    if (symbols.undefined[i].rfind(kTorchShimPrefix, 0) != 0) continue;
+    const std::string& name = symbols.undefined[i];
     const auto offset = static_cast<off_t>(symbols.undefined_name_offsets[i]);
-    // Only the "aoti" -> "kiln" bytes change; the rest of the name is shared.
-    if (::pwrite(fd, kKilnShimPrefix.data(), 4, offset) != 4)
+    std::string_view replacement;  // written over the start of the name
+    if (name.rfind(kTorchShimPrefix, 0) == 0) {
+      replacement = kKilnShimPrefix.substr(0, 4);  // only "aoti" -> "kiln" changes
+    } else {
+      for (std::string_view load : kModuleLoadImports)
+        if (name == load) replacement = kKilnModuleLoadPrefix;
+    }
+    if (replacement.empty()) continue;
+    if (::pwrite(fd, replacement.data(), replacement.size(), offset) != static_cast<ssize_t>(replacement.size()))
       return set_error(Error::IoError, "writing " + what + ": " + std::strerror(errno));
   }
   return Error::Ok;
@@ -239,5 +253,13 @@ AotiLibrary::~AotiLibrary() {
 }
 
 void* AotiLibrary::symbol(const char* name) const noexcept { return ::dlsym(handle_, name); }
+
+const void* AotiLibrary::base() const noexcept {
+  // Every AOTInductor library defines its container entry points.
+  void* entry = symbol("AOTInductorModelContainerCreateWithDevice");
+  Dl_info info{};
+  if (entry == nullptr || ::dladdr(entry, &info) == 0) return nullptr;
+  return info.dli_fbase;
+}
 
 }  // namespace kiln::aoti

@@ -32,6 +32,9 @@ class AotiLibrary {
 
   /// The address of `name`, or nullptr.
   void* symbol(const char* name) const noexcept;
+  /// The address the library is loaded at (what dladdr reports as the base of
+  /// code inside it); devices key what the library acquired by it.
+  const void* base() const noexcept;
 
  private:
   AotiLibrary(void* handle, int fd) : handle_(handle), fd_(fd) {}

@@ -138,6 +138,11 @@ AotiMethod::~AotiMethod() {
   graphs_.reset();
   // The container's code lives in the library: delete it before dlclose.
   if (container_ && entry_.destroy) entry_.destroy(container_);
+  // The handles the container made to its user-managed weights and never deletes.
+  for (AtenTensorHandle h : container_constant_handles_) delete_handle(h);
+  // Then what the library acquired and never releases itself (CUDA: its kernel
+  // modules), before the library goes.
+  if (iface_ && library_) iface_->release_library_kernels(device_.index, library_->base());
   if (budget_) budget_->release(weights_charged_);
   for (AtenTensorHandle h : constant_handles_) delete_handle(h);
 }
@@ -177,9 +182,11 @@ Result<bool> AotiMethod::place_weights(const MethodInfo& method, std::span<const
     pairs.push_back(ConstantMapEntry{entries[i].name.c_str(), constant_handles_.back()});
   }
   clear_error();
-  if (entry_.update_user_managed_constant_buffer_pairs(container_, pairs.data(), pairs.size(),
-                                                       /*use_inactive=*/false, /*validate_full_update=*/true) != 0)
-    return backend_failure(label + ": handing the weights to the model container");
+  NewHandleCapture capture;  // the container's own handles to the weights (tensor_handle.h)
+  const int32_t status = entry_.update_user_managed_constant_buffer_pairs(
+      container_, pairs.data(), pairs.size(), /*use_inactive=*/false, /*validate_full_update=*/true);
+  container_constant_handles_ = capture.take();
+  if (status != 0) return backend_failure(label + ": handing the weights to the model container");
   weights_ = std::move(store);
   return true;
 }

@@ -145,6 +145,8 @@ class AotiMethod final : public MethodExecutor {
   // container (which never frees them); both go after the container.
   std::shared_ptr<WeightStore> weights_;
   std::vector<AtenTensorHandle> constant_handles_;
+  // Handles the container itself made to those weights (it never deletes them).
+  std::vector<AtenTensorHandle> container_constant_handles_;
   // Declared after container_: destroyed before it (the destructor also
   // resets it first, explicitly).
   std::unique_ptr<GraphReplay> graphs_;

@@ -216,7 +216,9 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle or
     KILN_RETURN_IF_ERROR(out_arg(new_handle_out, "new_handle"));
     Tensor* t = from_handle(orig_handle);
     if (t == nullptr) return invalid("argument 'orig_handle' is a null tensor handle");
-    return emit(*t, new_handle_out);
+    KILN_RETURN_IF_ERROR(emit(*t, new_handle_out));
+    NewHandleCapture::note(*new_handle_out);
+    return Error::Ok;
   });
 }
 

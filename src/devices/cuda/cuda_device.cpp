@@ -10,6 +10,7 @@
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/cuda_graph_capture.h"
 #include "devices/cuda/cuda_upload.h"
+#include "devices/cuda/kernel_modules.h"
 #include "devices/cuda/cuda_thread_state.h"
 #include "devices/cuda/strided_copy.h"
 #include "kiln/log.h"
@@ -238,6 +239,18 @@ Error CudaDevice::launch_graph(int index, GraphHandle graph, StreamHandle stream
 void CudaDevice::destroy_graph(int index, GraphHandle graph) noexcept {
   (void)index;
   delete static_cast<CapturedGraph*>(graph);
+}
+
+void CudaDevice::release_library_kernels(int index, const void* library_base) noexcept {
+  if (library_module_count(library_base) == 0) return;
+  auto device = resolve_device(index);
+  if (device.ok()) {
+    ScopedDevice scoped(*device);
+    // Kernels of the library may still be queued (outputs kept on the device).
+    (void)cudaDeviceSynchronize();
+    (void)cudaGetLastError();
+  }
+  release_library_modules(library_base);
 }
 
 Result<AllocatorStats> CudaDevice::stats(int index) {

@@ -70,6 +70,10 @@ class CudaDevice final : public DeviceInterface {
   Error launch_graph(int index, GraphHandle graph, StreamHandle stream) override;
   void destroy_graph(int index, GraphHandle graph) noexcept override;
 
+  /// Synchronises device `index`, then unloads the kernel modules the library
+  /// loaded (kernel_modules.h).
+  void release_library_kernels(int index, const void* library_base) noexcept override;
+
   Result<AllocatorStats> stats(int index);
   Error reset_peak(int index);
   Error release_cached(int index);
