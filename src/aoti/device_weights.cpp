@@ -1,9 +1,12 @@
 #include "aoti/device_weights.h"
 
+#include <chrono>
+#include <cstdio>
 #include <tuple>
 
 #include "aoti/weak_registry.h"
 #include "kiln/device_interface.h"
+#include "kiln/log.h"
 
 namespace kiln::aoti {
 
@@ -33,6 +36,9 @@ Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>&
   DeviceInterface* iface = get_device_interface(device_.type);
   if (!iface) return set_error(Error::NotSupported, "no device interface for " + device_string(device_));
   std::lock_guard<std::mutex> lock(mutex_);
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  size_t upload_bytes = 0;
   std::vector<Tensor> out(entries.size());
   std::vector<UploadRegion> uploads;
   std::vector<std::pair<size_t, std::string>> new_shared;  // entry index, key
@@ -59,14 +65,24 @@ Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>&
       const int index = device_.index;
       storage = Storage::create(*data, nbytes, device_, [iface, index](void* p) { iface->free(p, index, nullptr); });
       if (e.data_size > 0) uploads.push_back(UploadRegion{*data, src, e.data_size});
+      upload_bytes += e.data_size;
     }
     out[i] = Tensor(std::move(storage), e.dtype, e.sizes, e.strides, e.storage_offset);
     if (!key.empty()) new_shared.emplace_back(i, key);
   }
   if (!uploads.empty()) {
+    const Clock::time_point allocated = Clock::now();
     Error err = iface->upload(uploads, device_.index);
     if (err != Error::Ok)
       return set_error(err, "copying weights to " + device_string(device_) + ": " + last_error_message());
+    const Clock::time_point done = Clock::now();
+    const double alloc_s = std::chrono::duration<double>(allocated - start).count();
+    const double upload_s = std::chrono::duration<double>(done - allocated).count();
+    char line[200];
+    std::snprintf(line, sizeof line, "placed %zu weights (%.3f GB) on %s: allocation %.4f s, upload %.4f s (%.1f GB/s)",
+                  uploads.size(), upload_bytes / 1e9, device_string(device_).c_str(), alloc_s, upload_s,
+                  upload_s > 0 ? upload_bytes / upload_s / 1e9 : 0.0);
+    KILN_LOG(Info, line);
   }
   // Published only once their bytes are there.
   for (const auto& [i, key] : new_shared) shared_.emplace(key, out[i]);

@@ -16,15 +16,50 @@
 namespace kiln::cudadev {
 namespace {
 
-constexpr size_t kChunkBytes = size_t{8} << 20;
+constexpr size_t kChunkBytes = size_t{2} << 20;
 // Below this, staging costs more (pinned allocation, threads) than it saves.
 constexpr size_t kStagingThreshold = size_t{64} << 20;
-constexpr unsigned kMaxWorkers = 4;
+constexpr unsigned kMaxWorkers = 8;
 
 struct Chunk {
   void* dst;
   const void* src;
   size_t nbytes;
+};
+
+// Pinned staging buffers of kChunkBytes, kept for the process once made
+// (pinning is the slow part). Thread-safe.
+class StagingBuffers {
+ public:
+  static StagingBuffers& instance() {
+    static auto* buffers = new StagingBuffers();  // never destroyed: pinned memory goes with the process
+    return *buffers;
+  }
+
+  Result<void*> take() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!free_.empty()) {
+        void* p = free_.back();
+        free_.pop_back();
+        return p;
+      }
+    }
+    void* p = nullptr;
+    KILN_RETURN_IF_ERROR(cuda_status(cudaHostAlloc(&p, kChunkBytes, cudaHostAllocPortable),
+                                     "cudaHostAlloc of a " + std::to_string(kChunkBytes >> 20) +
+                                         " MiB staging buffer"));
+    return p;
+  }
+
+  void give_back(void* p) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_.push_back(p);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<void*> free_;
 };
 
 // One worker: two pinned buffers, one stream, one event per buffer.
@@ -33,9 +68,11 @@ class Worker {
   explicit Worker(int device) : device_(device) {}
   ~Worker() {
     ScopedDevice scoped(device_);
+    // The stream is synchronised (or failed) before this: the buffers are idle.
+    if (stream_) (void)cudaStreamSynchronize(stream_);
     for (int i = 0; i < 2; ++i) {
       if (events_[i]) (void)cudaEventDestroy(events_[i]);
-      if (buffers_[i]) (void)cudaFreeHost(buffers_[i]);
+      if (buffers_[i]) StagingBuffers::instance().give_back(buffers_[i]);
     }
     if (stream_) (void)cudaStreamDestroy(stream_);
     (void)cudaGetLastError();
@@ -46,9 +83,7 @@ class Worker {
     KILN_RETURN_IF_ERROR(scoped.status());
     KILN_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     for (int i = 0; i < 2; ++i) {
-      KILN_RETURN_IF_ERROR(cuda_status(cudaHostAlloc(&buffers_[i], kChunkBytes, cudaHostAllocDefault),
-                                       "cudaHostAlloc of a " + std::to_string(kChunkBytes >> 20) +
-                                           " MiB staging buffer"));
+      KILN_ASSIGN_OR_RETURN(buffers_[i], StagingBuffers::instance().take());
       KILN_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&events_[i], cudaEventDisableTiming));
     }
     int slot = 0;
