@@ -747,7 +747,8 @@ def run_model(name: str, args, checkpoint=lambda out: None) -> dict:
 
 def machine_info(args) -> dict:
     info = {"host": platform.node(), "cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "torch": torch.__version__, "cuda": torch.version.cuda}
+            "torch": torch.__version__, "cuda": torch.version.cuda,
+            "ld_preload": os.environ.get("LD_PRELOAD") or None}
     with contextlib.suppress(Exception):
         import transformers
 
