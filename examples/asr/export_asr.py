@@ -313,6 +313,72 @@ def load_whisper(variables: dict[str, np.ndarray] | None = None) -> Whisper:
     return model.eval()
 
 
+def hf_reference_model(model: Whisper):
+    """Hugging Face transformers' WhisperForConditionalGeneration (tiny.en geometry) holding the same
+    weights as `model`: an independent implementation to check this file's modules against."""
+    from transformers import WhisperConfig, WhisperForConditionalGeneration
+
+    d = model.dims
+    config = WhisperConfig(
+        vocab_size=d["vocab"], num_mel_bins=N_MELS, d_model=d["dim"], encoder_layers=d["encoder_layers"],
+        decoder_layers=d["decoder_layers"], encoder_attention_heads=d["heads"], decoder_attention_heads=d["heads"],
+        encoder_ffn_dim=4 * d["dim"], decoder_ffn_dim=4 * d["dim"], max_source_positions=N_AUDIO_CTX,
+        max_target_positions=N_TEXT_CTX, attn_implementation="eager",
+    )
+    hf = WhisperForConditionalGeneration(config).eval()
+    dim = d["dim"]
+    sd = {}
+    enc, dec = model.encoder, model.decoder
+
+    def lin(dst, weight, bias=None):
+        sd[f"{dst}.weight"] = weight
+        if bias is not None:
+            sd[f"{dst}.bias"] = bias
+
+    def ln(dst, src):
+        lin(dst, src.weight, src.bias)
+
+    def attn(dst, w, b, out):
+        q, k, v = w[:dim], w[dim : 2 * dim], w[2 * dim :]
+        lin(f"{dst}.q_proj", q, b[:dim])
+        lin(f"{dst}.k_proj", k)
+        lin(f"{dst}.v_proj", v, b[2 * dim :])
+        lin(f"{dst}.out_proj", out.weight, out.bias)
+
+    lin("model.encoder.conv1", enc.conv1.weight, enc.conv1.bias)
+    lin("model.encoder.conv2", enc.conv2.weight, enc.conv2.bias)
+    sd["model.encoder.embed_positions.weight"] = enc.positions
+    for i, layer in enumerate(enc.layers):
+        p = f"model.encoder.layers.{i}"
+        attn(f"{p}.self_attn", layer.qkv.weight, layer.qkv.bias, layer.attn.out)
+        ln(f"{p}.self_attn_layer_norm", layer.attn_ln)
+        ln(f"{p}.final_layer_norm", layer.mlp_ln)
+        lin(f"{p}.fc1", layer.fc1.weight, layer.fc1.bias)
+        lin(f"{p}.fc2", layer.fc2.weight, layer.fc2.bias)
+    ln("model.encoder.layer_norm", enc.ln_post)
+    sd["model.decoder.embed_tokens.weight"] = dec.embed.weight
+    sd["model.decoder.embed_positions.weight"] = dec.positions
+    sd["proj_out.weight"] = dec.embed.weight
+    for i, layer in enumerate(dec.layers):
+        p = f"model.decoder.layers.{i}"
+        attn(f"{p}.self_attn", layer.qkv.weight, layer.qkv.bias, layer.attn.out)
+        ln(f"{p}.self_attn_layer_norm", layer.attn_ln)
+        kv = enc.cross_kv[i]
+        w = torch.cat([layer.cross_q.weight, kv.weight])
+        b = torch.cat([layer.cross_q.bias, kv.bias])
+        attn(f"{p}.encoder_attn", w, b, layer.cross.out)
+        ln(f"{p}.encoder_attn_layer_norm", layer.cross_ln)
+        ln(f"{p}.final_layer_norm", layer.mlp_ln)
+        lin(f"{p}.fc1", layer.fc1.weight, layer.fc1.bias)
+        lin(f"{p}.fc2", layer.fc2.weight, layer.fc2.bias)
+    ln("model.decoder.layer_norm", dec.ln)
+    missing, unexpected = hf.load_state_dict({k: v.detach().clone() for k, v in sd.items()}, strict=False)
+    missing = [k for k in missing if k != "proj_out.weight"]  # tied to the token embedding
+    if missing or unexpected:
+        raise RuntimeError(f"HF Whisper mapping: missing {missing}, unexpected {unexpected}")
+    return hf
+
+
 # ----------------------------------------------------------------------------- reference decode
 
 
