@@ -311,10 +311,12 @@ int main(int argc, char** argv) {
         median(gen.step_ms), gen.sampling_ms);
     return 0;
   }
-  std::printf("program %s: prefill + decode on %s, vocabulary %lld, KV cache 2 x %s %s (%.1f MiB, on the device)\n",
-              opt.program.c_str(), kiln::device_string(session.device()).c_str(),
-              static_cast<long long>(session.vocab_size()), kiln::dtype_name(session.cache_dtype()),
-              cache_shape.c_str(), static_cast<double>(session.cache_bytes()) / (1024.0 * 1024.0));
+  const double cache_kib = static_cast<double>(session.cache_bytes()) / 1024.0;
+  const std::string device = kiln::device_string(session.device());
+  std::printf("program %s: prefill + decode on %s, vocabulary %lld, KV cache 2 x %s %s (%.1f %s on %s)\n",
+              opt.program.c_str(), device.c_str(), static_cast<long long>(session.vocab_size()),
+              kiln::dtype_name(session.cache_dtype()), cache_shape.c_str(),
+              cache_kib >= 1024.0 ? cache_kib / 1024.0 : cache_kib, cache_kib >= 1024.0 ? "MiB" : "KiB", device.c_str());
   std::printf("prompt (%zu tokens): %s\n", prompt.size(), ids_text(prompt, " ").c_str());
   std::printf("generated (%zu tokens, %s, stopped by %s): %s\n", gen.tokens.size(), sampler.describe().c_str(),
               gen.stopped_by.c_str(), ids_text(gen.tokens, " ").c_str());
