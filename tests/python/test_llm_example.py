@@ -149,32 +149,37 @@ def test_teacher_forcing_matches_eager(runner, program, model, tmp_path):
     assert rel_err(logits, torch.stack(ref_logits).numpy()) <= LOGITS_RTOL
 
 
-@pytest.mark.skipif(DEVICE != "cpu", reason="host tensors are staged copies for a CUDA program")
 def test_runtime_writes_the_callers_cache_in_place(program, model):
     """The Kiln runtime hands the caller's cache buffers to the compiled code, which writes the
-    new keys/values into them: after prefill + one decode through kiln.runtime (torch tensors in,
-    zero-copy through DLPack), the caller's own cache tensors hold what eager's hold."""
+    new keys/values into them: after prefill + one decode through kiln.runtime (torch tensors on
+    the program's device in, zero-copy through DLPack), the caller's own cache tensors hold what
+    eager's hold, at the same addresses."""
     from kiln.runtime import Module
 
     cfg = model.cfg
     module = Module(str(program))
     module.load()
-    kc, vc = export_llm.new_caches(cfg)
-    k_addr = kc.data_ptr()
-    prompt = torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6]])
-    (logits,) = module.execute("prefill", [prompt, kc, vc])
-    token = int(np.argmax(logits[0]))
-    module.execute("decode", [torch.tensor([[token]]), torch.tensor([8]), kc, vc])
-    assert kc.data_ptr() == k_addr
+    kc, vc = export_llm.new_caches(cfg, DEVICE)
+    k_addr, v_addr = kc.data_ptr(), vc.data_ptr()
+    prompt = torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6]], device=DEVICE)
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()  # torch filled these on its stream; Kiln runs on its own
+    (logits,) = module.execute("prefill", [prompt, kc, vc], output="torch")
+    token = int(torch.argmax(logits[0]))
+    step = [torch.tensor([[token]], device=DEVICE), torch.tensor([8], device=DEVICE)]
+    if DEVICE == "cuda":
+        torch.cuda.synchronize()
+    module.execute("decode", [*step, kc, vc])
+    assert (kc.data_ptr(), vc.data_ptr()) == (k_addr, v_addr)
 
-    ref_k, ref_v = export_llm.new_caches(cfg)
+    ref_k, ref_v = export_llm.new_caches(cfg, DEVICE)
     with torch.no_grad():
         ref_logits = model.prefill(prompt, ref_k, ref_v)
         assert int(torch.argmax(ref_logits[0])) == token
-        model.decode(torch.tensor([[token]]), torch.tensor([8]), ref_k, ref_v)
-    assert (ref_k[:, :, :9] != 0).all(), "eager wrote every position 0..8 (so the comparison means something)"
-    np.testing.assert_allclose(kc.numpy(), ref_k.numpy(), rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(vc.numpy(), ref_v.numpy(), rtol=1e-5, atol=1e-5)
+        model.decode(torch.tensor([[token]], device=DEVICE), torch.tensor([8], device=DEVICE), ref_k, ref_v)
+    assert bool((ref_k[:, :, :9] != 0).all()), "eager wrote every position 0..8 (so the comparison means something)"
+    torch.testing.assert_close(kc, ref_k, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(vc, ref_v, rtol=1e-5, atol=1e-5)
     assert not kc[:, :, 9:].any() and not vc[:, :, 9:].any(), "positions after 8 were written"
 
 
