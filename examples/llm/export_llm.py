@@ -5,7 +5,7 @@
 
 writes ``out/llm.kiln`` with two methods that share one weights blob:
 
-  prefill(tokens int64[1, T], k_cache, v_cache) -> logits float32[1, vocab]
+  prefill(tokens int64[1, T], k_cache, v_cache) -> logits float32[1, vocab]   (2 <= T <= max_seq)
       runs the prompt (positions 0..T-1), writes its keys/values into the caches at
       positions 0..T-1 and returns the logits of the last position.
   decode(token int64[1, 1], pos int64[1], k_cache, v_cache) -> logits float32[1, vocab]
@@ -282,11 +282,11 @@ def new_caches(cfg: LlmConfig, device: str = "cpu", dtype: torch.dtype = torch.f
 @torch.no_grad()
 def reference_run(model: LlamaLM, prompt: list[int], steps: int,
                   forced: list[int] | None = None) -> tuple[list[int], list[torch.Tensor]]:
-    """Eager PyTorch running the runner's loop: prefill, then greedy decode steps.
-    Returns the generated tokens (steps of them; the first comes from prefill's logits) and
-    the logits of each of the `steps` calls (prefill's, then each decode's but the last's...
-    precisely: logits[0] from prefill, logits[i] from the decode of token i-1). With `forced`,
-    the decode inputs are those tokens instead of the greedy ones (teacher forcing)."""
+    """Eager PyTorch running kiln-llm's loop: prefill, then one decode call per generated token
+    but the last. Returns `steps` tokens (token i is the argmax of logits[i]) and `steps` logits
+    (float32, CPU): logits[0] from prefill, logits[i] from the decode of token i-1 at position
+    len(prompt) + i - 1. With `forced`, token i is forced[i] instead of the argmax (teacher
+    forcing), as with kiln-llm --force."""
     p = next(model.parameters())
     kc, vc = new_caches(model.cfg, p.device, p.dtype)
     ids = torch.tensor([prompt], dtype=torch.int64, device=p.device)
@@ -304,6 +304,26 @@ def reference_run(model: LlamaLM, prompt: list[int], steps: int,
     return tokens, all_logits
 
 
+def export_methods(model: LlamaLM) -> dict:
+    """torch.export programs of the two methods: {"prefill": ..., "decode": ...}."""
+    p = next(model.parameters())
+    device = p.device
+    kc, vc = new_caches(model.cfg, device, p.dtype)
+    # DYNAMIC rather than a named Dim: the attention reshapes add stride guards such as
+    # Min(T, T*T) == T that hold for every T >= 1 but that the strict solver cannot prove.
+    # At least 2: AOTInductor specialises sizes 0 and 1 (the runner sends a 1-token prompt
+    # through decode at position 0 instead).
+    seq = torch.export.Dim.DYNAMIC(min=2, max=model.cfg.max_seq)
+    with torch.no_grad():
+        prefill = torch.export.export(
+            PrefillMethod(model), (torch.zeros(1, 8, dtype=torch.int64, device=device), kc, vc),
+            dynamic_shapes=({1: seq}, None, None), strict=False)
+        decode = torch.export.export(
+            DecodeMethod(model), (torch.zeros(1, 1, dtype=torch.int64, device=device),
+                                  torch.tensor([8], device=device), kc, vc), strict=False)
+    return {"prefill": prefill, "decode": decode}
+
+
 def export_program(out_dir: Path, config: str = "tiny", device: str = "cpu", dtype: str = "float32",
                    seed: int = 0, compile_specs: dict | None = None, verbose: bool = True) -> Path:
     """Exports llm.kiln (methods prefill and decode) into `out_dir`; returns its path."""
@@ -316,24 +336,12 @@ def export_program(out_dir: Path, config: str = "tiny", device: str = "cpu", dty
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     model = build_model(config, seed=seed, device=device, dtype=torch_dtype)
-    kc, vc = new_caches(cfg, device, torch_dtype)
-    # DYNAMIC rather than a named Dim: the attention reshapes add stride guards such as
-    # Min(T, T*T) == T that hold for every T >= 1 but that the strict solver cannot prove.
-    # At least 2: AOTInductor specialises sizes 0 and 1 (the runner sends a 1-token prompt
-    # through decode at position 0 instead).
-    seq = torch.export.Dim.DYNAMIC(min=2, max=cfg.max_seq)
-    with torch.no_grad():
-        prefill = torch.export.export(
-            PrefillMethod(model), (torch.zeros(1, 8, dtype=torch.int64, device=device), kc, vc),
-            dynamic_shapes=({1: seq}, None, None), strict=False)
-        decode = torch.export.export(
-            DecodeMethod(model), (torch.zeros(1, 1, dtype=torch.int64, device=device),
-                                  torch.tensor([8], device=device), kc, vc), strict=False)
+    methods = export_methods(model)
     if verbose:
         print(f"[export_llm] build + torch.export ({config}, {cfg.num_parameters() / 1e6:.1f} M parameters) ... "
               f"{time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
     program = kiln.export(
-        {"prefill": prefill, "decode": decode},
+        methods,
         backend=device,
         compile_specs=compile_specs,
         metadata={

@@ -89,6 +89,34 @@ def test_reference_loop_matches_full_forward(model):
     assert rel_err(torch.stack(logits).numpy(), ref.numpy()) < 1e-5
 
 
+@pytest.mark.parametrize("method", ["prefill", "decode"])
+def test_cache_writes_are_index_puts_on_the_input(model, method):
+    """Guards the property that keeps a step from rewriting the whole cache: after
+    functionalisation (what AOTInductor compiles), each cache is updated by a chain of
+    n_layers index_put ops starting at the input itself, which Inductor's re-inplacing pass
+    turns into stores into the input buffer. (Slice assignment or index_copy_ on a per-layer
+    view show up as slice_scatter/select_scatter/index_copy instead, and compile to a full
+    copy of the cache.) Checked on the generated code once with torch 2.11: no loop over the
+    whole cache in either method."""
+    from torch.export.graph_signature import OutputKind
+
+    ep = export_llm.export_methods(model)[method].run_decompositions()
+    placeholders = {n.name: n for n in ep.graph.nodes if n.op == "placeholder"}
+    out_node = next(n for n in ep.graph.nodes if n.op == "output")
+    mutations = [(spec.target, out_node.args[0][i]) for i, spec in enumerate(ep.graph_signature.output_specs)
+                 if spec.kind == OutputKind.USER_INPUT_MUTATION]
+    assert sorted(t for t, _ in mutations) == ["k_cache", "v_cache"]
+    for target, node in mutations:
+        chain = []
+        while node.op != "placeholder":
+            assert node.target == torch.ops.aten.index_put.default, (
+                f"{target} is updated by {node.target}, which Inductor does not re-inplace")
+            chain.append(node)
+            node = node.args[0]
+        assert node is placeholders[target]
+        assert len(chain) == model.cfg.n_layers
+
+
 def test_greedy_tokens_and_logits_match_eager(runner, program, model, tmp_path):
     prompt = np.random.default_rng(1).integers(0, model.cfg.vocab_size, size=11).tolist()
     result, logits = run_llm(runner, program, tmp_path, "--prompt", " ".join(map(str, prompt)),
