@@ -157,11 +157,13 @@ class Block(nn.Module):
         t = q.shape[1]
         group = cfg.n_heads // cfg.n_kv_heads
         # Query heads of one group share a key/value head: [kv, group*T, hd] @ [kv, hd, S].
-        qg = q.reshape(cfg.n_kv_heads, group * t, cfg.head_dim).float()
-        scores = torch.matmul(qg, keys.float().transpose(1, 2)) * (1.0 / math.sqrt(cfg.head_dim))
+        # The matmuls run in the cache's dtype (no float32 copy of the cache per step), the
+        # softmax in float32.
+        qg = q.reshape(cfg.n_kv_heads, group * t, cfg.head_dim)
+        scores = torch.matmul(qg, keys.transpose(1, 2)).float() * (1.0 / math.sqrt(cfg.head_dim))
         scores = scores.view(cfg.n_kv_heads, group, t, -1) + mask
-        probs = torch.softmax(scores, dim=-1).view(cfg.n_kv_heads, group * t, -1)
-        out = torch.matmul(probs, values.float()).to(x.dtype)  # [kv, group*T, hd]
+        probs = torch.softmax(scores, dim=-1).view(cfg.n_kv_heads, group * t, -1).to(values.dtype)
+        out = torch.matmul(probs, values)  # [kv, group*T, hd]
         out = out.view(cfg.n_heads, t, cfg.head_dim).transpose(0, 1).reshape(t, cfg.n_heads * cfg.head_dim)
         x = x + self.wo(out)
         h = self.mlp_norm(x)
