@@ -70,7 +70,13 @@ class KILN_API Module {
 
   /// Runs a method, loading it first if needed. Inputs are checked against the
   /// method's contract (count, dtype, rank, static dims, dynamic bounds, device)
-  /// and the error names the input. Inputs are not modified.
+  /// and the error names the input. Kiln does not modify inputs; a method whose
+  /// program writes into an input (a torch.export user-input mutation, e.g. a
+  /// KV cache updated in place: examples/llm) writes into the caller's memory
+  /// when the input is already where the method runs (any input of a CPU
+  /// method, a device input of a device method). A CPU input of a device
+  /// method is copied to the device first, and with aoti.cuda_graphs inputs are
+  /// copied into the graph's own buffers: such writes do not reach the caller.
   Result<std::vector<Tensor>> execute(std::string_view name, const std::vector<Tensor>& inputs);
   Result<std::vector<Tensor>> forward(const std::vector<Tensor>& inputs) { return execute("forward", inputs); }
 
