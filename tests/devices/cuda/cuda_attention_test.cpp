@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "cuda_test_util.h"
@@ -68,16 +69,22 @@ struct Inputs {
 };
 
 // q is laid out [B, L, H, E] in memory (as after a projection + view +
-// transpose), k and v contiguous.
-void make_inputs(const Shape& s, DType dt, Inputs& in, bool q_transposed_memory = true) {
+// transpose); k and v contiguous, or with kv_transposed_memory [B, S, H, E]
+// (a key/value cache stored sequence-major).
+void make_inputs(const Shape& s, DType dt, Inputs& in, bool q_transposed_memory = true,
+                 bool kv_transposed_memory = false) {
   in.q = rounded(random_values(static_cast<size_t>(s.B * s.Hq * s.L * s.E), 61), dt);
   in.k = rounded(random_values(static_cast<size_t>(s.B * s.Hk * s.S * s.E), 62), dt);
   in.v = rounded(random_values(static_cast<size_t>(s.B * s.Hk * s.S * s.Ev), 63), dt);
-  std::vector<int64_t> qstr;
+  std::vector<int64_t> qstr, kstr, vstr;
   if (q_transposed_memory) qstr = {s.L * s.Hq * s.E, s.E, s.Hq * s.E, 1};
+  if (kv_transposed_memory) {
+    kstr = {s.S * s.Hk * s.E, s.E, s.Hk * s.E, 1};
+    vstr = {s.S * s.Hk * s.Ev, s.Ev, s.Hk * s.Ev, 1};
+  }
   in.hq.h = device_tensor(in.q, {s.B, s.Hq, s.L, s.E}, dt, qstr);
-  in.hk.h = device_tensor(in.k, {s.B, s.Hk, s.S, s.E}, dt);
-  in.hv.h = device_tensor(in.v, {s.B, s.Hk, s.S, s.Ev}, dt);
+  in.hk.h = device_tensor(in.k, {s.B, s.Hk, s.S, s.E}, dt, kstr);
+  in.hv.h = device_tensor(in.v, {s.B, s.Hk, s.S, s.Ev}, dt, vstr);
 }
 
 class CudaAttention : public ::testing::TestWithParam<DType> {};
@@ -202,6 +209,109 @@ TEST_P(CudaAttention, CudnnVariantLayoutsAndValueHeadDim) {
   EXPECT_EQ(sizes_of(lse), (std::vector<int64_t>{s.B, s.Hq, s.L, 1}));
   EXPECT_EQ(max_q, s.L);
   EXPECT_EQ(max_k, s.S);
+}
+
+// Decode-shaped problems (1 or 3 query rows, 8 query heads over 2 or 4
+// key/value heads): the tiled grid would be a handful of blocks, so these run
+// the split-KV path (key chunks in separate blocks, merged by a second
+// kernel), a single chunk when few keys are visible (S = 1, 31, or causal,
+// whose upper-left mask leaves rows only keys 0..L-1) and up to ~128 chunks
+// at S = 4097. The masks blank whole 64-key runs, so some chunks (and warps)
+// see no key at all, and the bool mask blanks one head's row entirely.
+TEST_P(CudaAttention, DecodeShapesSplitKeys) {
+  const DType dt = GetParam();
+  auto flash = shim<decltype(&aoti_torch_cuda__scaled_dot_product_flash_attention)>(
+      "aoti_torch_cuda__scaled_dot_product_flash_attention");
+  auto eff = shim<decltype(&aoti_torch_cuda__scaled_dot_product_efficient_attention)>(
+      "aoti_torch_cuda__scaled_dot_product_efficient_attention");
+  enum class Mask { None, Bool, Float };
+  const int64_t dims[][2] = {{64, 64}, {128, 128}, {256, 256}, {64, 256}};  // {E, Ev}
+  int cases = 0;
+  for (int64_t L : {1, 3})
+    for (int64_t S : {1, 31, 1024, 4097})
+      for (const auto& d : dims)
+        for (int64_t Hk : {2, 4})
+          for (bool causal : {false, true})
+            for (Mask mask : {Mask::None, Mask::Bool, Mask::Float}) {
+              const Shape s{1, 8, Hk, L, S, d[0], d[1]};
+              const std::string what = "L=" + std::to_string(L) + " S=" + std::to_string(S) + " E=" +
+                                       std::to_string(d[0]) + " Ev=" + std::to_string(d[1]) + " Hk=" +
+                                       std::to_string(Hk) + (causal ? " causal" : "") +
+                                       (mask == Mask::Bool ? " bool-mask" : mask == Mask::Float ? " float-bias" : "");
+              SCOPED_TRACE(what);
+              Inputs in;
+              make_inputs(s, dt, in, true, /*kv_transposed_memory=*/Hk == 4);
+              // Dense [B, Hq, L, S] additive reference mask (0 or -inf, plus the float bias).
+              std::vector<float> dense;
+              Handle hmask;
+              if (mask == Mask::Bool) {
+                // Keep-mask [Hq, L, S] (broadcast over batch): head 3's row 0 sees nothing.
+                std::vector<float> keep(static_cast<size_t>(s.Hq * L * S));
+                for (int64_t h = 0; h < s.Hq; ++h)
+                  for (int64_t i = 0; i < L; ++i)
+                    for (int64_t j = 0; j < S; ++j)
+                      keep[(h * L + i) * S + j] =
+                          (h == 3 && i == 0) || (j / 64) % 3 == 1 || (j * 7 + i + h) % 5 == 0 ? 0.0f : 1.0f;
+                dense.resize(keep.size());
+                for (size_t x = 0; x < keep.size(); ++x) dense[x] = keep[x] != 0.0f ? 0.0f : -INFINITY;
+                hmask.h = device_tensor(keep, {s.Hq, L, S}, DType::Bool);
+              } else if (mask == Mask::Float) {
+                // Float32 bias [1, 1, L, S] (broadcast over heads) with -inf runs.
+                std::vector<float> bias = random_values(static_cast<size_t>(L * S), 73);
+                for (int64_t i = 0; i < L; ++i)
+                  for (int64_t j = 0; j < S; ++j)
+                    if ((j / 64) % 3 == 1 || (j + i) % 11 == 4) bias[i * S + j] = -INFINITY;
+                dense.resize(static_cast<size_t>(s.Hq * L * S));
+                for (size_t x = 0; x < dense.size(); ++x) dense[x] = bias[x % bias.size()];
+                hmask.h = device_tensor(bias, {1, 1, L, S}, DType::Float32);
+              }
+              std::vector<float> want, want_lse;
+              ref_attention(s, in.q, in.k, in.v, dense, causal, 1.0 / std::sqrt(double(s.E)), want, want_lse);
+              std::vector<float> got_lse;
+              Handle out, lse;
+              if (mask == Mask::None) {
+                AtenTensorHandle r[9] = {};
+                int64_t max_q = 0, max_k = 0;
+                ASSERT_EQ(flash(in.hq, in.hk, in.hv, 0.0, causal ? 1 : 0, 0, nullptr, &r[0], &r[1], &r[2], &r[3],
+                                &max_q, &max_k, &r[6], &r[7], &r[8]),
+                          0)
+                    << kiln::last_error_message();
+                out.h = r[0];
+                lse.h = r[1];
+                Handle cq(r[2]), ck(r[3]), seed(r[6]), off(r[7]), dbg(r[8]);
+                got_lse = host_values(lse);
+              } else {
+                AtenTensorHandle r[4] = {};
+                AtenTensorHandle bias_handle = hmask.h;
+                ASSERT_EQ(eff(in.hq, in.hk, in.hv, &bias_handle, 1, 0.0, causal ? 1 : 0, nullptr, &r[0], &r[1], &r[2],
+                              &r[3]),
+                          0)
+                    << kiln::last_error_message();
+                out.h = r[0];
+                lse.h = r[1];
+                Handle seed(r[2]), off(r[3]);
+                const auto padded = host_values(lse);  // [B, Hq, 32]: rows padded to 32
+                for (int64_t bh = 0; bh < s.B * s.Hq; ++bh)
+                  for (int64_t i = 0; i < L; ++i) got_lse.push_back(padded[static_cast<size_t>(bh * 32 + i)]);
+              }
+              const auto got = host_values(out);
+              for (float x : got) ASSERT_TRUE(std::isfinite(x)) << "non-finite output";
+              expect_close(got, want, tolerance(dt), what + " output");
+              // logsumexp: -inf exactly where a row sees no key, close elsewhere.
+              ASSERT_EQ(got_lse.size(), want_lse.size());
+              std::vector<float> got_finite, want_finite;
+              for (size_t x = 0; x < want_lse.size(); ++x) {
+                if (std::isinf(want_lse[x])) {
+                  EXPECT_TRUE(std::isinf(got_lse[x]) && got_lse[x] < 0) << what << ": lse " << x << " = " << got_lse[x];
+                } else {
+                  got_finite.push_back(got_lse[x]);
+                  want_finite.push_back(want_lse[x]);
+                }
+              }
+              expect_close(got_finite, want_finite, 1e-4, what + " logsumexp");
+              ++cases;
+            }
+  EXPECT_EQ(cases, 2 * 4 * 4 * 2 * 2 * 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaAttention, ::testing::Values(DType::Float32, DType::Float16, DType::BFloat16),

@@ -175,8 +175,310 @@ Error launch_typed(const AttentionParams& p, cudaStream_t stream) {
   return cuda_status(cudaGetLastError(), "launching the attention kernel");
 }
 
+// ---------------------------------------------------------------------------
+// Split-KV path for short queries (decode).
+//
+// A block owns kSplitRows "rows" of one (batch, key/value head): the query
+// rows of every query head sharing that key/value head (GQA), flattened as
+// g = head_in_group * L + query_index, so each key and value is read once
+// for the whole group. Its key range is one chunk; the 4 warps take turns
+// over that chunk a few keys at a time, each with its own running
+// max/sum/accumulator, so no warp idles for a 1-row query. Within a warp the
+// lanes split the head dimension (coalesced loads when it is contiguous) and
+// a butterfly reduction gives every lane the same score. At the end the
+// warps merge through shared memory and the block either writes the final
+// output (one chunk) or its partial (max, sum, accumulator) to the workspace.
+
+constexpr int kSplitRows = 4;           // flattened (GQA head, query) rows per block
+constexpr int64_t kSplitMaxQueryLen = 16;  // longer queries keep the tiled kernel
+constexpr int64_t kChunkAlign = 32;     // chunk sizes are multiples of this
+constexpr int64_t kMaxSplits = 128;     // bounds the workspace and the merge
+
+struct SplitArgs {
+  int64_t row_tiles = 0;  // blocks along the flattened rows of one (batch, kv head)
+  int64_t splits = 0;     // key chunks
+  int64_t chunk = 0;      // keys per chunk
+  float* ws_acc = nullptr;  // [B*Hq*L][splits][Ev] un-normalised partial outputs
+  float* ws_m = nullptr;    // [B*Hq*L][splits] partial row max (-inf: nothing seen)
+  float* ws_l = nullptr;    // [B*Hq*L][splits] partial row sum relative to ws_m
+};
+
+template <typename T, int kPer>
+__global__ void __launch_bounds__(kThreads) attention_split_kernel(AttentionParams p, SplitArgs a) {
+  // Keys one warp scores per step: 4 for ILP, 2 for the widest heads, where
+  // 4 would exceed the register file (q, accumulator and keys all in registers).
+  constexpr int kSplitKeys = kPer >= 8 ? 2 : 4;
+  __shared__ float m_s[kWarps][kSplitRows];
+  __shared__ float l_s[kWarps][kSplitRows];
+  __shared__ float acc_s[kWarps][kSplitRows][kMaxAttentionHeadDim];
+
+  const int64_t E = p.E, Ev = p.Ev;
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  int64_t blk = blockIdx.x;
+  const int64_t c = blk % a.splits;
+  blk /= a.splits;
+  const int64_t tile = blk % a.row_tiles;
+  blk /= a.row_tiles;
+  const int64_t hk = blk % p.Hk;
+  const int64_t b = blk / p.Hk;
+  const int64_t group = p.Hq / p.Hk;
+  const int64_t rows = group * p.L;
+
+  const T* q = static_cast<const T*>(p.q);
+  const T* k = static_cast<const T*>(p.k);
+  const T* v = static_cast<const T*>(p.v);
+
+  // This block's rows; q lives in registers, lane holding dims lane + 32 t.
+  bool row_ok[kSplitRows];
+  float q_r[kSplitRows][kPer];
+  int64_t max_i = -1;
+#pragma unroll
+  for (int r = 0; r < kSplitRows; ++r) {
+    const int64_t g = tile * kSplitRows + r;
+    row_ok[r] = g < rows;
+    const int64_t h = hk * group + (row_ok[r] ? g / p.L : 0), i = row_ok[r] ? g % p.L : 0;
+    if (row_ok[r] && i > max_i) max_i = i;
+    const int64_t q_base = b * p.q_strides[0] + h * p.q_strides[1] + i * p.q_strides[2];
+#pragma unroll
+    for (int t = 0; t < kPer; ++t) {
+      const int64_t e = lane + 32 * t;
+      q_r[r][t] = (row_ok[r] && e < E) ? load_f(q, q_base + e * p.q_strides[3]) : 0.0f;
+    }
+  }
+
+  // The row whose masking/bias this lane looks up (see the key loop).
+  static_assert(kSplitRows * kSplitKeys <= 32, "one lane per (row, key) pair of a step");
+  bool lane_ok = false;
+  int64_t lane_i = 0, lane_bias = 0;
+  if (lane < kSplitRows * kSplitKeys) {
+    const int64_t g = tile * kSplitRows + lane / kSplitKeys;
+    lane_ok = g < rows;
+    if (lane_ok) {
+      lane_i = g % p.L;
+      lane_bias = b * p.bias_strides[0] + (hk * group + g / p.L) * p.bias_strides[1] + lane_i * p.bias_strides[2];
+    }
+  }
+
+  // The chunk's keys; causal rows never see a key past the block's last row.
+  const int64_t k0 = c * a.chunk;
+  int64_t k1 = k0 + a.chunk < p.S ? k0 + a.chunk : p.S;
+  if (p.causal && max_i + 1 < k1) k1 = max_i + 1;
+
+  float m_i[kSplitRows], l_i[kSplitRows], acc[kSplitRows][kPer];
+#pragma unroll
+  for (int r = 0; r < kSplitRows; ++r) {
+    m_i[r] = -CUDART_INF_F;
+    l_i[r] = 0.0f;
+#pragma unroll
+    for (int t = 0; t < kPer; ++t) acc[r][t] = 0.0f;
+  }
+
+  // Per-lane base pointers and the stride between a lane's dims (lane + 32 t):
+  // keeps the unrolled loads' address arithmetic (and so registers) small.
+  const T* k_lane = k + b * p.k_strides[0] + hk * p.k_strides[1] + lane * p.k_strides[3];
+  const T* v_lane = v + b * p.v_strides[0] + hk * p.v_strides[1] + lane * p.v_strides[3];
+  const int64_t k_step = 32 * p.k_strides[3], v_step = 32 * p.v_strides[3];
+  for (int64_t n0 = k0 + warp * kSplitKeys; n0 < k1; n0 += kWarps * kSplitKeys) {
+    float kv[kSplitKeys][kPer];  // keys, then values, of this step
+#pragma unroll
+    for (int j = 0; j < kSplitKeys; ++j) {
+      const int64_t key = n0 + j;
+      const T* kr = k_lane + key * p.k_strides[2];
+#pragma unroll
+      for (int t = 0; t < kPer; ++t)
+        kv[j][t] = (key < k1 && lane + 32 * t < E) ? load_f(kr, t * k_step) : 0.0f;
+    }
+    // Lane x < kSplitRows * kSplitKeys fetches the additive term of pair
+    // (row x / kSplitKeys, key n0 + x % kSplitKeys): its bias, or -inf when
+    // masked (causal, past the chunk, padding row). One load per lane, then
+    // broadcast by shuffles, instead of 16 unrolled dtype-switching loads.
+    float add = -CUDART_INF_F;
+    {
+      const int64_t key = n0 + lane % kSplitKeys;
+      if (lane_ok && key < k1 && !(p.causal && key > lane_i))
+        add = p.bias != nullptr ? load_bias(p.bias, p.bias_dtype, lane_bias + key * p.bias_strides[3]) : 0.0f;
+    }
+    float s[kSplitRows][kSplitKeys];
+#pragma unroll
+    for (int r = 0; r < kSplitRows; ++r) {
+#pragma unroll
+      for (int j = 0; j < kSplitKeys; ++j) {
+        const float term = __shfl_sync(0xffffffffu, add, r * kSplitKeys + j);
+        float sc = -CUDART_INF_F;
+        if (row_ok[r]) {  // uniform across the block: padding rows skip the reduction
+          float dot = 0.0f;
+#pragma unroll
+          for (int t = 0; t < kPer; ++t) dot = fmaf(q_r[r][t], kv[j][t], dot);
+          // Butterfly: every lane ends with the bit-identical sum, so the
+          // masking and softmax decisions below are uniform across the warp.
+          dot = warp_sum(dot);
+          if (term != -CUDART_INF_F) sc = dot * p.scale + term;
+        }
+        s[r][j] = sc;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kSplitKeys; ++j) {
+      const int64_t key = n0 + j;
+      const T* vr = v_lane + key * p.v_strides[2];
+#pragma unroll
+      for (int t = 0; t < kPer; ++t)
+        kv[j][t] = (key < k1 && lane + 32 * t < Ev) ? load_f(vr, t * v_step) : 0.0f;
+    }
+#pragma unroll
+    for (int r = 0; r < kSplitRows; ++r) {
+      float mx = m_i[r];
+#pragma unroll
+      for (int j = 0; j < kSplitKeys; ++j) mx = fmaxf(mx, s[r][j]);
+      if (mx == -CUDART_INF_F) continue;  // nothing unmasked yet: keep the empty state (no inf - inf)
+      const float alpha = expf(m_i[r] - mx);  // 0 when m_i was -inf
+      float pj[kSplitKeys];
+      float psum = 0.0f;
+#pragma unroll
+      for (int j = 0; j < kSplitKeys; ++j) {
+        pj[j] = expf(s[r][j] - mx);  // 0 for masked keys
+        psum += pj[j];
+      }
+      l_i[r] = l_i[r] * alpha + psum;
+      m_i[r] = mx;
+#pragma unroll
+      for (int t = 0; t < kPer; ++t) {
+        float o = acc[r][t] * alpha;
+#pragma unroll
+        for (int j = 0; j < kSplitKeys; ++j) o = fmaf(pj[j], kv[j][t], o);
+        acc[r][t] = o;
+      }
+    }
+  }
+
+  // Merge the warps' partial states.
+#pragma unroll
+  for (int r = 0; r < kSplitRows; ++r) {
+    if (lane == 0) {
+      m_s[warp][r] = m_i[r];
+      l_s[warp][r] = l_i[r];
+    }
+#pragma unroll
+    for (int t = 0; t < kPer; ++t) {
+      const int64_t e = lane + 32 * t;
+      if (e < Ev) acc_s[warp][r][e] = acc[r][t];
+    }
+  }
+  __syncthreads();
+
+  T* out = static_cast<T*>(p.out);
+  for (int64_t x = threadIdx.x; x < kSplitRows * Ev; x += kThreads) {
+    const int r = static_cast<int>(x / Ev);
+    const int64_t e = x % Ev;
+    const int64_t g = tile * kSplitRows + r;
+    if (g >= rows) continue;
+    const int64_t h = hk * group + g / p.L, i = g % p.L;
+    float mx = -CUDART_INF_F;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) mx = fmaxf(mx, m_s[w][r]);
+    float l = 0.0f, o = 0.0f;
+    if (mx != -CUDART_INF_F) {
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const float wt = expf(m_s[w][r] - mx);  // 0 for a warp that saw only masked keys
+        l = fmaf(wt, l_s[w][r], l);
+        o = fmaf(wt, acc_s[w][r][e], o);
+      }
+    }
+    if (a.splits == 1) {
+      const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+      store_f(out, b * p.out_strides[0] + h * p.out_strides[1] + i * p.out_strides[2] + e * p.out_strides[3],
+              o * inv);
+      if (e == 0 && p.lse != nullptr)
+        p.lse[b * p.lse_strides[0] + h * p.lse_strides[1] + i * p.lse_strides[2]] =
+            l > 0.0f ? mx + logf(l) : -CUDART_INF_F;
+    } else {
+      const int64_t slot = ((b * p.Hq + h) * p.L + i) * a.splits + c;
+      a.ws_acc[slot * Ev + e] = o;
+      if (e == 0) {
+        a.ws_m[slot] = mx;
+        a.ws_l[slot] = l;
+      }
+    }
+  }
+}
+
+// One block per query row: merges the row's chunk partials by rescaling each
+// to the global max (log-sum-exp), normalises, and writes out (and lse).
 template <typename T>
-Error launch_for_type(const AttentionParams& p, cudaStream_t stream) {
+__global__ void __launch_bounds__(kThreads) attention_combine_kernel(AttentionParams p, SplitArgs a) {
+  __shared__ float w_s[kMaxSplits];
+  const int64_t row = blockIdx.x;  // (b * Hq + h) * L + i
+  const int64_t i = row % p.L;
+  const int64_t h = (row / p.L) % p.Hq;
+  const int64_t b = row / (p.L * p.Hq);
+  const float* m = a.ws_m + row * a.splits;
+  const float* l = a.ws_l + row * a.splits;
+  const float* acc = a.ws_acc + row * a.splits * p.Ev;
+
+  float mx = -CUDART_INF_F;
+  for (int64_t c = 0; c < a.splits; ++c) mx = fmaxf(mx, m[c]);
+  for (int64_t c = threadIdx.x; c < a.splits; c += kThreads)
+    w_s[c] = mx == -CUDART_INF_F ? 0.0f : expf(m[c] - mx);  // a fully masked chunk (m = -inf) weighs 0
+  __syncthreads();
+  float sum = 0.0f;
+  for (int64_t c = 0; c < a.splits; ++c) sum = fmaf(w_s[c], l[c], sum);
+  const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+
+  T* out = static_cast<T*>(p.out);
+  const int64_t o_base = b * p.out_strides[0] + h * p.out_strides[1] + i * p.out_strides[2];
+  for (int64_t e = threadIdx.x; e < p.Ev; e += kThreads) {
+    float o = 0.0f;
+    for (int64_t c = 0; c < a.splits; ++c) o = fmaf(w_s[c], acc[c * p.Ev + e], o);
+    store_f(out, o_base + e * p.out_strides[3], o * inv);
+  }
+  if (threadIdx.x == 0 && p.lse != nullptr)
+    p.lse[b * p.lse_strides[0] + h * p.lse_strides[1] + i * p.lse_strides[2]] =
+        sum > 0.0f ? mx + logf(sum) : -CUDART_INF_F;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t split_row_tiles(const AttentionParams& p) { return ceil_div((p.Hq / p.Hk) * p.L, kSplitRows); }
+
+// Keys any query row can attend to: upper-left causal rows stop at key L - 1.
+int64_t visible_keys(const AttentionParams& p) { return p.causal && p.L < p.S ? p.L : p.S; }
+
+template <typename T, int kPer>
+Error launch_split_typed(const AttentionParams& p, const AttentionPlan& plan, void* workspace, cudaStream_t stream) {
+  SplitArgs a;
+  a.row_tiles = split_row_tiles(p);
+  a.splits = plan.splits;
+  a.chunk = plan.chunk;
+  const int64_t rows = p.B * p.Hq * p.L;
+  if (a.splits > 1) {
+    a.ws_acc = static_cast<float*>(workspace);
+    a.ws_m = a.ws_acc + rows * a.splits * p.Ev;
+    a.ws_l = a.ws_m + rows * a.splits;
+  }
+  const int64_t blocks = p.B * p.Hk * a.row_tiles * a.splits;
+  if (blocks > 0x7fffffff || rows > 0x7fffffff)
+    return set_error(Error::NotSupported, "attention problem too large for one launch");
+  attention_split_kernel<T, kPer><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, a);
+  KILN_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "launching the split-KV attention kernel"));
+  if (a.splits == 1) return Error::Ok;
+  attention_combine_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(p, a);
+  return cuda_status(cudaGetLastError(), "launching the split-KV attention merge kernel");
+}
+
+template <typename T>
+Error launch_split_for_type(const AttentionParams& p, const AttentionPlan& plan, void* workspace,
+                            cudaStream_t stream) {
+  const int64_t d = p.E > p.Ev ? p.E : p.Ev;  // lanes hold dims lane + 32 t of both q/k and v
+  if (d <= 32) return launch_split_typed<T, 1>(p, plan, workspace, stream);
+  if (d <= 64) return launch_split_typed<T, 2>(p, plan, workspace, stream);
+  if (d <= 128) return launch_split_typed<T, 4>(p, plan, workspace, stream);
+  return launch_split_typed<T, 8>(p, plan, workspace, stream);
+}
+
+template <typename T>
+Error launch_for_type(const AttentionParams& p, const AttentionPlan& plan, void* workspace, cudaStream_t stream) {
+  if (plan.splits >= 1) return launch_split_for_type<T>(p, plan, workspace, stream);
   if (p.Ev <= 32) return launch_typed<T, 1>(p, stream);
   if (p.Ev <= 64) return launch_typed<T, 2>(p, stream);
   if (p.Ev <= 128) return launch_typed<T, 4>(p, stream);
@@ -185,7 +487,36 @@ Error launch_for_type(const AttentionParams& p, cudaStream_t stream) {
 
 }  // namespace
 
-Error launch_attention(const AttentionParams& p, cudaStream_t stream) {
+AttentionPlan plan_attention(const AttentionParams& p, int sm_count) {
+  AttentionPlan plan;  // the tiled kernel unless the split path is clearly better
+  if (p.B <= 0 || p.Hq <= 0 || p.Hk <= 0 || p.Hq % p.Hk != 0 || p.L <= 0 || p.S < 0 || p.Ev <= 0 ||
+      p.E > kMaxAttentionHeadDim || p.Ev > kMaxAttentionHeadDim || sm_count <= 0)
+    return plan;
+  // Split only when the query is short and the tiled grid cannot give every
+  // multiprocessor two blocks; then aim the split grid at that many blocks.
+  const int64_t target_blocks = 2 * static_cast<int64_t>(sm_count);
+  const int64_t tiled_blocks = ceil_div(p.L, kBlockM) * p.B * p.Hq;
+  if (p.L > kSplitMaxQueryLen || tiled_blocks >= target_blocks) return plan;
+  const int64_t keys = visible_keys(p);
+  const int64_t base_blocks = p.B * p.Hk * split_row_tiles(p);
+  int64_t splits = ceil_div(target_blocks, base_blocks);
+  const int64_t by_len = ceil_div(keys, kChunkAlign);  // at least kChunkAlign keys per chunk
+  if (splits > by_len) splits = by_len;
+  if (splits > kMaxSplits) splits = kMaxSplits;
+  if (splits < 1) splits = 1;
+  int64_t chunk = ceil_div(ceil_div(keys, splits), kChunkAlign) * kChunkAlign;
+  if (chunk < kChunkAlign) chunk = kChunkAlign;
+  splits = keys > 0 ? ceil_div(keys, chunk) : 1;  // no empty trailing chunks after rounding
+  plan.splits = splits;
+  plan.chunk = chunk;
+  if (splits > 1)
+    plan.workspace_bytes =
+        sizeof(float) * static_cast<size_t>(p.B * p.Hq * p.L) * static_cast<size_t>(splits) *
+        static_cast<size_t>(p.Ev + 2);
+  return plan;
+}
+
+Error launch_attention(const AttentionParams& p, const AttentionPlan& plan, void* workspace, cudaStream_t stream) {
   if (p.B < 0 || p.Hq < 0 || p.Hk < 0 || p.L < 0 || p.S < 0 || p.E < 0 || p.Ev < 0)
     return set_error(Error::InvalidArgument, "attention with a negative dimension");
   if (p.E > kMaxAttentionHeadDim || p.Ev > kMaxAttentionHeadDim)
@@ -196,10 +527,15 @@ Error launch_attention(const AttentionParams& p, cudaStream_t stream) {
   if (p.Hk <= 0 || p.Hq % p.Hk != 0)
     return set_error(Error::InvalidArgument, "query heads " + std::to_string(p.Hq) +
                                                  " are not a multiple of key/value heads " + std::to_string(p.Hk));
+  if (plan.splits < 0 || plan.splits > kMaxSplits || (plan.splits >= 1 && plan.chunk <= 0) ||
+      (plan.splits > 1 && workspace == nullptr) || (plan.splits >= 1 && plan.chunk * plan.splits < visible_keys(p)))
+    return set_error(Error::InvalidArgument, "attention plan (" + std::to_string(plan.splits) + " splits of " +
+                                                 std::to_string(plan.chunk) +
+                                                 " keys) does not fit the problem or lacks its workspace");
   switch (p.dtype) {
-    case DType::Float32: return launch_for_type<float>(p, stream);
-    case DType::Float16: return launch_for_type<__half>(p, stream);
-    case DType::BFloat16: return launch_for_type<__nv_bfloat16>(p, stream);
+    case DType::Float32: return launch_for_type<float>(p, plan, workspace, stream);
+    case DType::Float16: return launch_for_type<__half>(p, plan, workspace, stream);
+    case DType::BFloat16: return launch_for_type<__nv_bfloat16>(p, plan, workspace, stream);
     default:
       return set_error(Error::NotSupported, std::string("attention of dtype ") + dtype_name(p.dtype) +
                                                 " (supported: float32, float16, bfloat16)");

@@ -7,6 +7,15 @@
 // attention when query heads are a multiple of key/value heads.
 //
 // Fully masked query rows produce zeros and a logsumexp of -inf.
+//
+// Two kernels share these semantics. The tiled one gives each block 16 query
+// rows of one (batch, head) and walks all keys. For short queries (decode)
+// that grid is far too small to fill the GPU, so a split-KV ("flash
+// decoding") path cuts the key range into chunks handled by separate blocks,
+// whose warps split the chunk's keys among themselves; each block leaves an
+// un-normalised partial result (row max, row sum, fp32 accumulator) in a
+// workspace and a small second kernel merges the chunks. plan_attention
+// chooses between them and sizes the workspace.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -37,7 +46,21 @@ struct AttentionParams {
   bool causal = false;
 };
 
+/// How one attention call runs (from plan_attention).
+struct AttentionPlan {
+  int64_t splits = 0;          ///< 0: the tiled kernel; >= 1: split-KV over this many key chunks
+  int64_t chunk = 0;           ///< keys per chunk (split-KV only)
+  size_t workspace_bytes = 0;  ///< device scratch launch_attention needs (0 when splits <= 1)
+};
+
+/// Picks the kernel for `params` on a device with `sm_count` multiprocessors.
+/// Pure host arithmetic (no CUDA calls).
+AttentionPlan plan_attention(const AttentionParams& params, int sm_count);
+
 /// Validates the parameters and launches on `stream` (asynchronous).
-Error launch_attention(const AttentionParams& params, cudaStream_t stream);
+/// `workspace` must hold plan.workspace_bytes of device memory usable on
+/// `stream` until the launched work has finished (null when that is 0).
+Error launch_attention(const AttentionParams& params, const AttentionPlan& plan, void* workspace,
+                       cudaStream_t stream);
 
 }  // namespace kiln::cudadev

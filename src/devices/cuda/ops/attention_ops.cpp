@@ -154,7 +154,18 @@ Error run_sdpa(const Sdpa& s, bool causal, const TensorRef& out, float* lse, con
   const int device = s.q.device_index;
   ScopedDevice scoped(device);
   KILN_RETURN_IF_ERROR(scoped.status());
-  return launch_attention(p, current_stream(device));
+  const cudaStream_t stream = current_stream(device);
+  int sm_count = 0;
+  KILN_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  const AttentionPlan plan = plan_attention(p, sm_count);
+  // Split-KV scratch (partial results per key chunk): from the caching
+  // allocator on the op's stream, so freeing it at scope exit is ordered
+  // after the kernels queued below.
+  DeviceBuffer workspace;
+  if (plan.workspace_bytes > 0) {
+    KILN_ASSIGN_OR_RETURN(workspace, DeviceBuffer::allocate(plan.workspace_bytes, device, stream));
+  }
+  return launch_attention(p, plan, workspace.get(), stream);
 }
 
 // A zero-filled CPU tensor (the philox seed/offset outputs).
