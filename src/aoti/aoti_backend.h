@@ -50,7 +50,8 @@
 //   verify_weights (bool) check the weights blob's SHA-256 before use
 //                        (default true; false skips hashing large blobs)
 //   num_threads  (int)   OpenMP threads the library's CPU kernels and the CPU
-//                        BLAS ops run with, set on the calling thread for each
+//                        fallback ops (GEMMs, attention) run with, set on the
+//                        calling thread for each
 //                        execute (default: the CPUs available to the process,
 //                        sched_getaffinity). Libraries exported before Kiln
 //                        used dynamic threads keep their baked-in count.

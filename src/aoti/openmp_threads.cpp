@@ -1,8 +1,15 @@
 #include "aoti/openmp_threads.h"
 
+#include <dlfcn.h>
 #include <sched.h>
 
 namespace kiln::aoti {
+
+namespace {
+// The innermost Scope's runtime and count on this thread.
+thread_local const OpenmpThreads* t_current = nullptr;
+thread_local int t_current_threads = 1;
+}  // namespace
 
 int available_cpus() noexcept {
   cpu_set_t set;
@@ -13,17 +20,41 @@ int available_cpus() noexcept {
 }
 
 OpenmpThreads OpenmpThreads::resolve(const AotiLibrary& library) noexcept {
+  return resolve_with([&](const char* name) { return library.symbol(name); });
+}
+
+OpenmpThreads OpenmpThreads::resolve_handle(void* handle) noexcept {
+  if (!handle) return {};
+  return resolve_with([&](const char* name) { return ::dlsym(handle, name); });
+}
+
+template <typename Lookup>
+OpenmpThreads OpenmpThreads::resolve_with(Lookup lookup) noexcept {
   OpenmpThreads omp;
-  auto set = reinterpret_cast<void (*)(int)>(library.symbol("omp_set_num_threads"));
-  auto get = reinterpret_cast<int (*)()>(library.symbol("omp_get_max_threads"));
-  if (set && get) {
-    omp.set_ = set;
-    omp.get_ = get;
+  auto set = reinterpret_cast<void (*)(int)>(lookup("omp_set_num_threads"));
+  auto get = reinterpret_cast<int (*)()>(lookup("omp_get_max_threads"));
+  if (!set || !get) return omp;
+  omp.set_ = set;
+  omp.get_ = get;
+  auto parallel = reinterpret_cast<void (*)(void (*)(void*), void*, unsigned, unsigned)>(lookup("GOMP_parallel"));
+  auto num = reinterpret_cast<int (*)()>(lookup("omp_get_num_threads"));
+  auto tid = reinterpret_cast<int (*)()>(lookup("omp_get_thread_num"));
+  if (parallel && num && tid) {
+    omp.parallel_ = parallel;
+    omp.num_threads_ = num;
+    omp.thread_num_ = tid;
   }
   return omp;
 }
 
-OpenmpThreads::Scope::Scope(const OpenmpThreads& omp, int threads) noexcept {
+void OpenmpThreads::fork(void (*fn)(void*), void* data, int threads) const noexcept {
+  parallel_(fn, data, static_cast<unsigned>(threads > 0 ? threads : 1), 0);
+}
+
+OpenmpThreads::Scope::Scope(const OpenmpThreads& omp, int threads) noexcept
+    : previous_current_(t_current), previous_current_threads_(t_current_threads) {
+  t_current = omp.can_fork() ? &omp : nullptr;
+  t_current_threads = omp.can_fork() ? threads : 1;
   if (!omp.active()) return;
   previous_ = omp.get_();
   if (previous_ == threads) return;  // nothing to set, nothing to restore
@@ -33,6 +64,13 @@ OpenmpThreads::Scope::Scope(const OpenmpThreads& omp, int threads) noexcept {
 
 OpenmpThreads::Scope::~Scope() {
   if (set_) set_(previous_);
+  t_current = previous_current_;
+  t_current_threads = previous_current_threads_;
+}
+
+const OpenmpThreads* OpenmpThreads::current(int* threads) noexcept {
+  *threads = t_current ? t_current_threads : 1;
+  return t_current;
 }
 
 }  // namespace kiln::aoti

@@ -23,6 +23,7 @@ import torch
 import kiln
 from kiln import program as kiln_program
 from kiln.runtime import KilnError, Module
+from parity_models import TransformerBlock
 
 PYTHON_DIR = Path(__file__).resolve().parents[2] / "python"
 
@@ -121,3 +122,36 @@ def test_bad_num_threads_is_refused_by_name(exported, value, message):
     m.load({"aoti": {"num_threads": 2}})  # the module still loads with a good value
     m.load_method("forward")
     assert m.is_method_loaded("forward")
+
+
+def test_fallback_ops_give_the_same_results_with_any_thread_count(tmp_path):
+    """Attention and the linear layers' GEMMs (Kiln's CPU fallback ops) spread over
+    the call's threads: a 4-head masked transformer block with batch 2 (8 (batch,
+    head) pairs) matches eager at every count, at a length whose GEMMs are split
+    over the team (37) and one whose larger GEMMs use OpenBLAS's threading (128)."""
+    torch.manual_seed(0)
+    block = TransformerBlock(causal=False).eval()
+    seq = torch.export.Dim("seq", min=2, max=160)
+    example = (torch.randn(2, 16, 64), torch.randn(2, 1, 16, 16))
+    ep = torch.export.export(block, example, dynamic_shapes=({1: seq}, {2: seq, 3: seq}))
+    path = tmp_path / "block.kiln"
+    kiln.export({"forward": ep}, backend="cpu", verbose=False).save(str(path))
+    inputs = {t: (torch.randn(2, t, 64), torch.randn(2, 1, t, t)) for t in (37, 128)}
+    with torch.no_grad():
+        want = {t: block(*x).numpy() for t, x in inputs.items()}
+    got = {}
+    for threads in (1, 2, 3):
+        m = Module(str(path))
+        m.load({"aoti": {"num_threads": threads}})
+        for t, x in inputs.items():
+            out = m.execute("forward", [z.numpy() for z in x])[0]
+            err = float(np.max(np.abs(out - want[t])) / np.max(np.abs(want[t])))
+            assert err < 1e-5, (threads, t, err)
+            got[threads, t] = out
+        m.close()
+    # Across thread counts, within float32 rounding of each other (the generated
+    # kernels' reductions may be split differently; attention is bitwise the same).
+    for t in inputs:
+        for threads in (2, 3):
+            diff = float(np.max(np.abs(got[threads, t] - got[1, t])) / np.max(np.abs(got[1, t])))
+            assert diff < 1e-6, (threads, t, diff)

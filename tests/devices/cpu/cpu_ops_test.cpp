@@ -1,15 +1,24 @@
 // CPU fallback ops against naive reference loops written here, independently
 // of the BLAS/im2col paths under test (double accumulation, direct formulas).
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <mutex>
+#include <set>
+#include <stdexcept>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
+#include "aoti/openmp_threads.h"
 #include "aoti/shim/shim_abi.h"
 #include "devices/cpu/ops/half_float.h"
+#include "devices/cpu/ops/parallel_for.h"
 #include "devices/cpu/ops/softmax_row.h"
 #include "kiln/error.h"
 
@@ -597,6 +606,195 @@ TEST(CpuAttention, BadArgumentsFail) {
   EXPECT_NE(kiln::last_error_message().find("does not broadcast"), std::string::npos);
   EXPECT_EQ(o, nullptr);
   EXPECT_EQ(l, nullptr);
+}
+
+// ---------------------------------------------------------------- threads
+//
+// A model call publishes its OpenMP runtime and thread count on the calling
+// thread (OpenmpThreads::Scope in AotiMethod::execute); here the Scope is made
+// directly over libgomp, the runtime model libraries and OpenBLAS are bound to.
+
+using kiln::aoti::OpenmpThreads;
+
+const OpenmpThreads& gomp() {
+  static const OpenmpThreads omp = OpenmpThreads::resolve_handle(::dlopen("libgomp.so.1", RTLD_NOW | RTLD_LOCAL));
+  return omp;
+}
+
+TEST(CpuParallelFor, OutsideAModelCallRunsInline) {
+  EXPECT_EQ(kiln::cpu::parallel_threads(), 1);
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  ASSERT_EQ(kiln::cpu::parallel_for(10, 1,
+                                    [&](int64_t b, int64_t e) {
+                                      ranges.emplace_back(b, e);
+                                      return kiln::Error::Ok;
+                                    }),
+            kiln::Error::Ok);
+  EXPECT_EQ(ranges, (std::vector<std::pair<int64_t, int64_t>>{{0, 10}}));
+}
+
+TEST(CpuParallelFor, SplitsOverTheCallsTeamOnce) {
+  ASSERT_TRUE(gomp().can_fork()) << "libgomp.so.1 could not be opened";
+  for (int threads : {2, 3}) {
+    const OpenmpThreads::Scope scope(gomp(), threads);
+    EXPECT_EQ(kiln::cpu::parallel_threads(), threads);
+    std::mutex mutex;
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    std::set<std::thread::id> ids;
+    int nested_ranges = 0;
+    ASSERT_EQ(kiln::cpu::parallel_for(10, 1,
+                                      [&](int64_t b, int64_t e) {
+                                        // A nested parallel_for stays on this thread, as one range.
+                                        EXPECT_EQ(kiln::cpu::parallel_threads(), 1);
+                                        EXPECT_TRUE(kiln::cpu::inside_parallel_region());
+                                        int inner = 0;
+                                        (void)kiln::cpu::parallel_for(8, 1, [&](int64_t ib, int64_t ie) {
+                                          EXPECT_EQ(ib, 0);
+                                          EXPECT_EQ(ie, 8);
+                                          ++inner;
+                                          return kiln::Error::Ok;
+                                        });
+                                        std::lock_guard<std::mutex> lock(mutex);
+                                        ranges.emplace_back(b, e);
+                                        ids.insert(std::this_thread::get_id());
+                                        nested_ranges += inner;
+                                        return kiln::Error::Ok;
+                                      }),
+              kiln::Error::Ok);
+    std::sort(ranges.begin(), ranges.end());
+    ASSERT_EQ(ranges.size(), static_cast<size_t>(threads));
+    EXPECT_EQ(ranges.front().first, 0);
+    EXPECT_EQ(ranges.back().second, 10);
+    for (size_t i = 1; i < ranges.size(); ++i) EXPECT_EQ(ranges[i].first, ranges[i - 1].second);
+    EXPECT_EQ(ids.size(), static_cast<size_t>(threads)) << "each range on its own thread";
+    EXPECT_TRUE(ids.count(std::this_thread::get_id())) << "the calling thread takes part";
+    EXPECT_EQ(nested_ranges, threads);
+    EXPECT_FALSE(kiln::cpu::inside_parallel_region());
+  }
+  EXPECT_EQ(kiln::cpu::parallel_threads(), 1) << "the Scope's end ends the call's team";
+}
+
+TEST(CpuParallelFor, GrainLimitsTheRanges) {
+  const OpenmpThreads::Scope scope(gomp(), 4);
+  for (const auto& [n, grain, want] : {std::tuple<int64_t, int64_t, size_t>{10, 6, 1}, {10, 5, 2}, {3, 1, 3},
+                                       {100, 1, 4}, {1, 1, 1}}) {
+    std::mutex mutex;
+    size_t ranges = 0;
+    int64_t covered = 0;
+    ASSERT_EQ(kiln::cpu::parallel_for(n, grain,
+                                      [&](int64_t b, int64_t e) {
+                                        std::lock_guard<std::mutex> lock(mutex);
+                                        ++ranges;
+                                        covered += e - b;
+                                        if (e - b < n) {
+                                          EXPECT_GE(e - b, grain);
+                                        }
+                                        return kiln::Error::Ok;
+                                      }),
+              kiln::Error::Ok);
+    EXPECT_EQ(ranges, want) << "n=" << n << " grain=" << grain;
+    EXPECT_EQ(covered, n);
+  }
+}
+
+TEST(CpuParallelFor, ErrorsAndExceptionsReachTheCaller) {
+  const OpenmpThreads::Scope scope(gomp(), 2);
+  kiln::clear_error();
+  // Range 1 runs on the other thread of the team: its message must come back to this one.
+  EXPECT_EQ(kiln::cpu::parallel_for(2, 1,
+                                    [&](int64_t b, int64_t) {
+                                      if (b == 1) return kiln::set_error(kiln::Error::InvalidArgument, "range one failed");
+                                      return kiln::Error::Ok;
+                                    }),
+            kiln::Error::InvalidArgument);
+  EXPECT_EQ(kiln::last_error_message(), "range one failed");
+  EXPECT_THROW((void)kiln::cpu::parallel_for(2, 1,
+                                             [&](int64_t b, int64_t) -> kiln::Error {
+                                               if (b == 1) throw std::runtime_error("boom");
+                                               return kiln::Error::Ok;
+                                             }),
+               std::runtime_error);
+}
+
+// out and logsumexp of one attention call on fresh random inputs (f32).
+std::pair<std::vector<float>, std::vector<float>> sdpa_outputs(int64_t B, int64_t H, int64_t Hkv, int64_t L,
+                                                               int64_t S, int64_t E, bool causal,
+                                                               std::vector<double>* want,
+                                                               std::vector<double>* want_lse) {
+  auto qv = random_values(B * H * L * E, 41), kv = random_values(B * Hkv * S * E, 42),
+       vv = random_values(B * Hkv * S * E, 43);
+  Handle q, k, v, out, lse;
+  make(q, qv, {B, H, L, E}, {L * H * E, E, H * E, 1}, kF32);  // [B, L, H, E] storage, as after a projection
+  make(k, kv, {B, Hkv, S, E}, contiguous({B, Hkv, S, E}), kF32);
+  make(v, vv, {B, Hkv, S, E}, contiguous({B, Hkv, S, E}), kF32);
+  EXPECT_EQ(aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(q, k, v, 0.0, causal, nullptr, nullptr,
+                                                                        out.out(), lse.out()),
+            0)
+      << kiln::last_error_message();
+  if (want)
+    ref_sdpa(qv, kv, vv, B, H, Hkv, L, S, E, causal, MaskKind::None, {}, {1, 1, 1, 1}, 1.0 / std::sqrt(double(E)),
+             *want, *want_lse);
+  if (!out.h || !lse.h) return {};
+  return {read(out), read(lse)};
+}
+
+TEST(CpuAttention, SameResultWithAnyThreadCount) {
+  struct Case {
+    int64_t B, H, Hkv, L, S, E;
+    bool causal;
+  };
+  // 6 and 5 (batch, head) pairs: uneven over 4 threads; GQA; one pair only
+  // (its GEMMs are then split instead, see CpuGemm below).
+  for (const Case& c : {Case{2, 3, 3, 33, 33, 16, true}, Case{1, 5, 1, 20, 47, 8, false},
+                        Case{1, 1, 1, 128, 128, 64, true}}) {
+    const std::string name = "B" + std::to_string(c.B) + " H" + std::to_string(c.H) + " L" + std::to_string(c.L);
+    std::vector<double> want, want_lse;
+    const auto [one, one_lse] = sdpa_outputs(c.B, c.H, c.Hkv, c.L, c.S, c.E, c.causal, &want, &want_lse);
+    expect_close(one, want, 1e-5, name + " output, 1 thread");
+    expect_close(one_lse, want_lse, 1e-5, name + " logsumexp, 1 thread");
+    for (int threads : {2, 3, 4}) {
+      const OpenmpThreads::Scope scope(gomp(), threads);
+      const auto [got, got_lse] = sdpa_outputs(c.B, c.H, c.Hkv, c.L, c.S, c.E, c.causal, nullptr, nullptr);
+      expect_close(got, want, 1e-5, name + " output, " + std::to_string(threads) + " threads");
+      if (c.B * c.H > 1) {
+        // Each (batch, head) pair is computed the same way on whichever thread: bit for bit the same.
+        EXPECT_EQ(got, one) << name << ", " << threads << " threads";
+        EXPECT_EQ(got_lse, one_lse) << name << ", " << threads << " threads";
+      }
+    }
+  }
+}
+
+TEST(CpuGemm, SplitProductsMatchWithAnyThreadCount) {
+  struct Case {
+    int64_t m, k, n;
+    bool b_t;
+  };
+  // Row split (m >= n), column split (n > m), a transposed weight as in linear(),
+  // and a product too small to split.
+  for (const Case& c : {Case{128, 64, 192, true}, Case{8, 256, 512, false}, Case{128, 256, 64, true},
+                        Case{37, 64, 80, false}, Case{16, 16, 16, false}}) {
+    const std::string name = std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n);
+    auto av = random_values(c.m * c.k, 51), bv = random_values(c.k * c.n, 52), bias = random_values(c.n, 53);
+    auto want = ref_matmul(av, bv, 1, c.m, c.k, c.n);
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) want[i * c.n + j] += bias[j];
+    // Only the tolerance is asserted: a split product runs BLAS on smaller
+    // shapes, for which a BLAS may pick other kernels. (With OpenBLAS 0.3.21 the
+    // results were bit for bit those of one thread.)
+    for (int threads : {1, 2, 3}) {
+      const OpenmpThreads::Scope scope(gomp(), threads);
+      Handle a, b, bt, out;
+      make(a, av, {c.m, c.k}, {c.k, 1}, kF32);
+      make(b, bv, {c.k, c.n}, c.b_t ? std::vector<int64_t>{1, c.k} : std::vector<int64_t>{c.n, 1}, kF32);
+      make(bt, bias, {c.n}, {1}, kF32);
+      std::vector<float> ov(c.m * c.n, std::numeric_limits<float>::quiet_NaN());
+      make(out, ov, {c.m, c.n}, {c.n, 1}, kF32);
+      ASSERT_EQ(aoti_torch_cpu_addmm_out(out, bt, a, b, 1.0, 1.0), 0) << kiln::last_error_message();
+      const auto got = read(out);
+      expect_close(got, want, 1e-5, name + ", " + std::to_string(threads) + " threads");
+    }
+  }
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu: softmax(q k^T *
 // scale + mask) v per (batch, head), with the per-row logsumexp that ATen's
 // CPU flash kernel also returns. Computed in float32 (bf16/fp16 inputs are
-// widened) with two GEMMs per (batch, head) on an L x S score block.
+// widened) with two GEMMs per (batch, head) on an L x S score block; the
+// (batch, head) pairs are spread over the model call's OpenMP threads
+// (parallel_for.h).
 //
 // Semantics follow the ATen op:
 //  - q [B, Hq, L, E], k and v [B, Hkv, S, E]; Hkv may divide Hq (grouped-query
@@ -24,6 +26,7 @@
 #include "devices/cpu/ops/float_io.h"
 #include "devices/cpu/ops/gemm.h"
 #include "devices/cpu/ops/op_args.h"
+#include "devices/cpu/ops/parallel_for.h"
 #include "devices/cpu/ops/softmax_row.h"
 
 using namespace kiln;
@@ -142,10 +145,14 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attenti
     // The mask is read in place through its broadcast strides.
     const char* mbase = mask ? static_cast<const char*>(mask->data_ptr()) : nullptr;
     const auto melem = mask ? static_cast<int64_t>(element_size(mask->dtype())) : 0;
-    std::vector<float> scores(static_cast<size_t>(L * S));
     float* lse_data = lse.data<float>();
-    for (int64_t b = 0; b < B; ++b) {
-      for (int64_t h = 0; h < H; ++h) {
+    // (batch, head) pairs are independent and each is computed the same way on
+    // whichever thread takes it, so the result does not depend on the thread
+    // count. Their GEMMs run single-threaded inside the region.
+    KILN_RETURN_IF_ERROR(parallel_for(B * H, 1, [&](int64_t begin, int64_t end) -> Error {
+      std::vector<float> scores(static_cast<size_t>(L * S));
+      for (int64_t bh = begin; bh < end; ++bh) {
+        const int64_t b = bh / H, h = bh % H;
         const int64_t hk = h / (H / Hkv);
         // scores = scale * q @ k^T
         KILN_RETURN_IF_ERROR(gemm<float>(qh.matrix(b, h, L, E), kh.matrix(b, hk, S, E).transposed(),
@@ -163,7 +170,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attenti
         KILN_RETURN_IF_ERROR(gemm<float>({scores.data(), L, S, S, 1}, vh.matrix(b, hk, S, E),
                                          {odata + b * ost[0] + h * ost[1], L, E, ost[2], ost[3]}, 1.0f, 0.0f));
       }
-    }
+      return Error::Ok;
+    }));
     if (out.dtype() != DType::Float32) store_floats(o.data(), out);
     AtenTensorHandle h0 = new_handle(std::move(out));
     AtenTensorHandle h1 = h0 ? new_handle(std::move(lse)) : nullptr;

@@ -1,8 +1,10 @@
 #include "devices/cpu/ops/gemm.h"
 
 #include "devices/cpu/ops/blas_library.h"
+#include "devices/cpu/ops/parallel_for.h"
 
 #include <algorithm>
+#include <cmath>
 #include <climits>
 #include <string>
 #include <vector>
@@ -62,18 +64,27 @@ void prepare(MatrixView<const T> m, Operand<T>& op) {
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 // Products up to this many multiply-adds (e.g. 128x256 @ 256x64, tens of
-// microseconds on one core) run on the calling thread alone: OpenBLAS's
-// threaded GEMM synchronises its threads with busy-waits several times per
-// call, which costs more than it saves at this size and stalls for whole
-// scheduler slices when the CPUs are shared with other work.
+// microseconds on one core) never use OpenBLAS's own threading: its threaded
+// GEMM synchronises its threads with busy-waits several times per call, which
+// costs more than it saves at this size and stalls for whole scheduler slices
+// when the CPUs are shared with other work. They are split instead into
+// independent row (or column) blocks over the model call's OpenMP team
+// (parallel_for), one single-threaded BLAS call per block, with the region's
+// one join as the only synchronisation.
 constexpr int64_t kSerialGemmMacs = int64_t{1} << 21;
+// A split block has at least this many multiply-adds (a few microseconds):
+// below that, opening the parallel region costs about what it saves.
+constexpr int64_t kMinBlockMacs = int64_t{1} << 17;
+// Blocks are whole multiples of this many rows (columns): the SGEMM
+// micro-kernels' register tiles, so blocks do not end in partial tiles.
+constexpr int64_t kSplitAlign = 16;
 
-// While alive, the OpenMP BLAS runs on the calling thread only (when the
-// product is small and the BLAS threads with OpenMP).
+// While alive, the OpenMP BLAS runs on the calling thread only (when `serial`
+// and the BLAS threads with OpenMP).
 class SerialBlasScope {
  public:
-  SerialBlasScope(const BlasFunctions& f, double macs) {
-    if (macs > static_cast<double>(kSerialGemmMacs) || !f.omp_get_max_threads) return;
+  SerialBlasScope(const BlasFunctions& f, bool serial) {
+    if (!serial || !f.omp_get_max_threads) return;
     previous_ = f.omp_get_max_threads();
     if (previous_ > 1) {
       set_ = f.omp_set_num_threads;
@@ -90,6 +101,48 @@ class SerialBlasScope {
   void (*set_)(int) = nullptr;
   int previous_ = 1;
 };
+
+// C = alpha * A @ B + beta * C on operands BLAS can read as they are; small
+// products are split over the model call's threads.
+template <typename T>
+Error run_blas(const BlasFunctions& f, const Operand<T>& a, const Operand<T>& b, T* c, int64_t ldc, int64_t m,
+               int64_t n, int64_t k, T alpha, T beta) {
+  const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  const bool small = macs <= static_cast<double>(kSerialGemmMacs);
+  const int threads = small ? parallel_threads() : 1;
+  if (threads > 1 && macs >= 2.0 * static_cast<double>(kMinBlockMacs)) {
+    // Split the longer of C's two sides into blocks of kSplitAlign.
+    const bool by_rows = m >= n;
+    const int64_t side = by_rows ? m : n;
+    const int64_t blocks = (side + kSplitAlign - 1) / kSplitAlign;
+    const double block_macs = macs * static_cast<double>(kSplitAlign) / static_cast<double>(side);
+    const auto grain = static_cast<int64_t>(std::ceil(static_cast<double>(kMinBlockMacs) / block_macs));
+    return parallel_for(blocks, grain, [&](int64_t begin, int64_t end) -> Error {
+      const int64_t lo = begin * kSplitAlign, hi = std::min(end * kSplitAlign, side);
+      const SerialBlasScope serial(f, true);
+      if (by_rows) {
+        // Rows lo..hi of A and C. A stored transposed (column i of the stored matrix is row i of A) starts at
+        // column lo.
+        const T* ad = a.trans == CblasNoTrans ? a.data + lo * a.ld : a.data + lo;
+        blas_gemm(f, a.trans, b.trans, static_cast<int>(hi - lo), static_cast<int>(n), static_cast<int>(k), alpha,
+                  ad, static_cast<int>(a.ld), b.data, static_cast<int>(b.ld), beta, c + lo * ldc,
+                  static_cast<int>(ldc));
+      } else {
+        // Columns lo..hi of B and C.
+        const T* bd = b.trans == CblasNoTrans ? b.data + lo : b.data + lo * b.ld;
+        blas_gemm(f, a.trans, b.trans, static_cast<int>(m), static_cast<int>(hi - lo), static_cast<int>(k), alpha,
+                  a.data, static_cast<int>(a.ld), bd, static_cast<int>(b.ld), beta, c + lo, static_cast<int>(ldc));
+      }
+      return Error::Ok;
+    });
+  }
+  // Large products follow the OpenMP count of the calling thread (the model's), except inside a parallel
+  // region, where each call is one thread's share of the work.
+  const SerialBlasScope serial(f, small || inside_parallel_region());
+  blas_gemm(f, a.trans, b.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a.data,
+            static_cast<int>(a.ld), b.data, static_cast<int>(b.ld), beta, c, static_cast<int>(ldc));
+  return Error::Ok;
+}
 
 }  // namespace
 
@@ -133,10 +186,7 @@ Error gemm(MatrixView<const T> a, MatrixView<const T> b, MatrixView<T> c, T alph
                                                  std::to_string(k) + "x" + std::to_string(n) +
                                                  " exceeds BLAS's 32-bit dimensions");
   KILN_ASSIGN_OR_RETURN(const BlasFunctions* functions, blas());
-  const SerialBlasScope serial(*functions, static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
-  blas_gemm(*functions, oa.trans, ob.trans, static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, oa.data,
-            static_cast<int>(oa.ld), ob.data, static_cast<int>(ob.ld), beta, c.data, static_cast<int>(ldc));
-  return Error::Ok;
+  return run_blas<T>(*functions, oa, ob, c.data, ldc, m, n, k, alpha, beta);
 }
 
 template Error gemm<float>(MatrixView<const float>, MatrixView<const float>, MatrixView<float>, float, float);

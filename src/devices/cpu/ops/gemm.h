@@ -1,7 +1,10 @@
 // Strided matrix multiply over OpenBLAS: C = alpha * A @ B + beta * C for any
 // element strides. Operands whose rows or columns are unit-stride go straight
-// to cblas (as-is or transposed); others are packed first. Thread-safety: as
-// OpenBLAS (reentrant; it uses its own OpenMP threads).
+// to cblas (as-is or transposed); others are packed first. Threads: products
+// of up to 2^21 multiply-adds are split in row or column blocks over the model
+// call's OpenMP team (parallel_for.h), larger ones use OpenBLAS's threading at
+// the calling thread's OpenMP count; inside a parallel_for body, one thread.
+// Thread-safety: reentrant (as OpenBLAS).
 #pragma once
 
 #include <cstdint>
