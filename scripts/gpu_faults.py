@@ -18,6 +18,7 @@ Exit status 1 if any check fails."""
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import sys
 import tempfile
@@ -59,7 +60,26 @@ def fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+class _Mallinfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+_LIBC = ctypes.CDLL("libc.so.6")
+_LIBC.mallinfo2.restype = _Mallinfo2
+
+
+def malloc_in_use_mib() -> float:
+    """Bytes glibc malloc has handed out and not had back (heap + mmapped blocks):
+    a leak of anything allocated with malloc/new shows here, memory glibc merely
+    keeps cached in its arenas does not."""
+    info = _LIBC.mallinfo2()
+    return (info.uordblks + info.hblkhd) / MiB
+
+
 def rss_mib() -> float:
+    _LIBC.malloc_trim(0)  # return glibc's cached free pages first: only held memory counts
     with open("/proc/self/status") as status:
         for line in status:
             if line.startswith("VmRSS:"):
@@ -119,16 +139,17 @@ def cycles(model, path, n, options=None):
     for _ in range(20):  # warm-up: CUDA context, cuBLASLt handles, pool high-water mark
         once()
     torch.cuda.synchronize()
-    before = (fds(), rss_mib(), gpu_used_mib(), kiln_pool_mib())
+    before = (fds(), rss_mib(), gpu_used_mib(), kiln_pool_mib(), malloc_in_use_mib())
     start = time.perf_counter()
     for _ in range(n):
         once()
     torch.cuda.synchronize()
-    after = (fds(), rss_mib(), gpu_used_mib(), kiln_pool_mib())
+    after = (fds(), rss_mib(), gpu_used_mib(), kiln_pool_mib(), malloc_in_use_mib())
     detail = (f"{n} cycles in {time.perf_counter() - start:.1f} s: fds {before[0]}->{after[0]}, "
               f"RSS {before[1]:.1f}->{after[1]:.1f} MiB, GPU used {before[2]:.1f}->{after[2]:.1f} MiB, "
               f"Kiln pool in use/reserved {before[3][0]:.1f}/{before[3][1]:.1f}->{after[3][0]:.1f}/"
-              f"{after[3][1]:.1f} MiB, model libraries mapped {model_mappings()}")
+              f"{after[3][1]:.1f} MiB, malloc in use {before[4]:.1f}->{after[4]:.1f} MiB, "
+              f"model libraries mapped {model_mappings()}")
     assert after[0] == before[0], "descriptors grew: " + detail
     assert after[1] - before[1] < 16, "resident memory grew: " + detail
     assert after[2] - before[2] < 4, "GPU memory grew: " + detail
