@@ -19,10 +19,11 @@
 #include "resample.h"
 #include "wav_reader.h"
 #include "whisper_program.h"
+#include "example_util.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using kiln::examples::Clock;
 using namespace kiln::asr;
 
 const char kUsage[] =
@@ -51,14 +52,8 @@ struct Options {
   bool json = false, cuda_graphs = false, mel_only = false;
 };
 
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-bool parse_int(const std::string& text, int64_t* out) {
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return !text.empty() && ec == std::errc() && ptr == text.data() + text.size();
-}
+using kiln::examples::ms_since;
+using kiln::examples::parse_int;
 
 bool parse_args(int argc, char** argv, Options* o) {
   std::vector<std::string> positional;

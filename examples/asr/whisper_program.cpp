@@ -6,20 +6,15 @@
 #include <limits>
 
 #include "kiln/program_file.h"
+#include "example_util.h"
 
 namespace kiln::asr {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using kiln::examples::Clock;
 
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-bool parse_int(const std::string& text, int64_t* out) {
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return !text.empty() && ec == std::errc() && ptr == text.data() + text.size();
-}
+using kiln::examples::ms_since;
+using kiln::examples::parse_int;
 
 bool parse_list(const std::string& text, std::vector<int64_t>* out) {
   out->clear();

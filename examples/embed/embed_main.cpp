@@ -16,10 +16,11 @@
 
 #include "bert_tokenizer.h"
 #include "kiln/module.h"
+#include "example_util.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using kiln::examples::Clock;
 using kiln::embed::BertTokenizer;
 using kiln::embed::TokenBatch;
 
@@ -52,14 +53,8 @@ struct Options {
   std::vector<std::string> sentences;
 };
 
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-bool parse_int(const std::string& text, int64_t* out) {
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return !text.empty() && ec == std::errc() && ptr == text.data() + text.size();
-}
+using kiln::examples::ms_since;
+using kiln::examples::parse_int;
 
 bool parse_args(int argc, char** argv, Options* o) {
   bool only_sentences = false;  // after "--"

@@ -18,10 +18,11 @@
 
 #include "llm_session.h"
 #include "sampler.h"
+#include "example_util.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using kiln::examples::Clock;
 using kiln::llm::LlmSession;
 using kiln::llm::Sampler;
 using kiln::llm::SamplerConfig;
@@ -67,10 +68,7 @@ struct Options {
   bool json = false;
 };
 
-bool parse_int(const std::string& text, int64_t* out) {
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
-  return ec == std::errc() && ptr == text.data() + text.size();
-}
+using kiln::examples::parse_int;
 
 bool parse_float(const std::string& text, float* out) {
   char* end = nullptr;
