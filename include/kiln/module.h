@@ -74,9 +74,12 @@ class KILN_API Module {
   /// program writes into an input (a torch.export user-input mutation, e.g. a
   /// KV cache updated in place: examples/llm) writes into the caller's memory
   /// when the input is already where the method runs (any input of a CPU
-  /// method, a device input of a device method). A CPU input of a device
-  /// method is copied to the device first, and with aoti.cuda_graphs inputs are
-  /// copied into the graph's own buffers: such writes do not reach the caller.
+  /// method, a device input of a device method). The exporter names such
+  /// inputs (method metadata `mutated_inputs`), and Kiln keeps the writes from
+  /// being lost: a CPU tensor for one of them on a device method is refused
+  /// with InvalidArgument (a copy would take the writes), and aoti.cuda_graphs
+  /// is turned off for such a method with a warning (a replay reads the
+  /// graph's own copies of the inputs).
   Result<std::vector<Tensor>> execute(std::string_view name, const std::vector<Tensor>& inputs);
   Result<std::vector<Tensor>> forward(const std::vector<Tensor>& inputs) { return execute("forward", inputs); }
 

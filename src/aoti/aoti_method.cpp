@@ -1,6 +1,7 @@
 #include "aoti/aoti_method.h"
 
 #include <map>
+#include <set>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -25,6 +26,28 @@ Error backend_failure(const std::string& what) {
   else message += " (the model library printed the reason to stderr)";
   return set_error(code, std::move(message));
 }
+// Method metadata `mutated_inputs` (written by the exporter): the names of the
+// inputs the compiled code writes in place, comma-separated.
+Result<std::set<size_t>> mutated_input_indices(const MethodInfo& method, const std::string& label) {
+  std::set<size_t> indices;
+  auto it = method.metadata.find("mutated_inputs");
+  if (it == method.metadata.end() || it->second.empty()) return indices;
+  size_t start = 0;
+  while (start <= it->second.size()) {
+    size_t end = it->second.find(',', start);
+    if (end == std::string::npos) end = it->second.size();
+    const std::string name = it->second.substr(start, end - start);
+    size_t i = 0;
+    while (i < method.inputs.size() && method.inputs[i].name != name) ++i;
+    if (i == method.inputs.size())
+      return set_error(Error::InvalidProgram, label + ": metadata mutated_inputs names '" + name +
+                                                  "', which is not one of the method's inputs");
+    indices.insert(i);
+    start = end + 1;
+  }
+  return indices;
+}
+
 std::string input_label(const std::string& method, size_t i, const std::vector<std::string>& names) {
   std::string label = "method '" + method + "': input " + std::to_string(i);
   if (i < names.size() && !names[i].empty()) label += " ('" + names[i] + "')";
@@ -117,6 +140,7 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
     }
     if (!placed) KILN_RETURN_IF_ERROR(self->load_weights_blob(weights, label));
   }
+  KILN_ASSIGN_OR_RETURN(self->mutated_inputs_, mutated_input_indices(method, label));
   if (config.cuda_graphs) {
     if (config.device.type != DeviceType::CUDA)
       return set_error(Error::InvalidArgument, label + ": aoti.cuda_graphs applies to CUDA methods, and this one "
@@ -127,7 +151,17 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
     if (!self->entry_.run_single_threaded)
       return set_error(Error::NotSupported, label + ": the library has no AOTInductorModelContainerRunSingleThreaded "
                                                     "entry point, which CUDA graphs need (export with torch >= 2.6)");
-    self->graphs_ = std::make_unique<GraphReplay>(self->iface_, config.device, config.cuda_graph_cache_size, label);
+    if (!self->mutated_inputs_.empty()) {
+      // A replay reads the graph's own copies of the inputs, so writes the
+      // method makes into an input would never reach the caller's tensor.
+      std::string names;
+      for (size_t i : self->mutated_inputs_) names += (names.empty() ? "'" : ", '") + method.inputs[i].name + "'";
+      KILN_LOG(Warning, label + ": aoti.cuda_graphs is off for this method, which runs eagerly: it writes its " +
+                            "input(s) " + names + " in place, and a replay from the graph's own input buffers " +
+                            "would not pass those writes on");
+    } else {
+      self->graphs_ = std::make_unique<GraphReplay>(self->iface_, config.device, config.cuda_graph_cache_size, label);
+    }
   }
   KILN_LOG(Debug, label + " loaded on " + device);
   return self;
@@ -324,6 +358,11 @@ Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) 
   bool any_device_input = false;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
+    if (on_device && t.device().is_cpu() && mutated_inputs_.count(i))
+      return set_error(Error::InvalidArgument,
+                       input_label(name_, i, input_names_) + " is written in place by the method, so it must be on " +
+                           device_string(device_) + ": a CPU tensor would be copied over and the writes lost "
+                                                    "(allocate it on the device once and pass it on every call)");
     if (!on_device || t.device().is_cpu()) continue;
     if (t.device() != device_)
       return set_error(Error::InvalidArgument, input_label(name_, i, input_names_) + " is on " +

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -125,6 +126,10 @@ class AotiMethod final : public MethodExecutor {
   std::shared_ptr<const ProgramFile> program_;
   std::string name_;
   std::vector<std::string> input_names_;
+  // Inputs the compiled code writes in place (metadata `mutated_inputs`): on a
+  // device method they must already be on its device, and they turn CUDA
+  // graphs off (a replay would not pass the writes on).
+  std::set<size_t> mutated_inputs_;
   Device device_;
   DeviceInterface* iface_ = nullptr;  // registered devices are static objects
   StreamPolicy stream_policy_ = StreamPolicy::PerMethod;

@@ -92,3 +92,18 @@ def test_program_metadata_keys_and_caller_overrides():
     assert meta["model"] == "mlp" and meta["kiln_exporter_version"] == "caller wins"
     assert kiln.__version__ in md.program_metadata()["kiln_exporter_version"]
     assert "created_by" in meta and all(isinstance(v, str) for v in meta.values())
+
+
+class CacheWriter(torch.nn.Module):
+    """Writes one row of `cache` in place, the way an LLM decode step fills its KV cache."""
+
+    def forward(self, x, pos, cache):
+        cache.index_put_((pos,), x)
+        return cache.sum(dim=0)
+
+
+def test_inputs_written_in_place_are_named():
+    ep = torch.export.export(CacheWriter(), (torch.randn(1, 4), torch.tensor([2]), torch.zeros(8, 4)))
+    assert md.mutated_user_inputs(ep) == ["cache"]
+    assert [i.name for i in md.input_specs(ep)] == ["x", "pos", "cache"]
+    assert md.mutated_user_inputs(torch.export.export(Doubler(), (torch.randn(3, 4),))) == []

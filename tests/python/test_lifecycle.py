@@ -217,3 +217,36 @@ def test_temp_file_fallback_loads_and_leaves_nothing_on_disk(mlp_program, tmp_pa
     np.testing.assert_allclose(y, model(x).detach().numpy(), rtol=1e-5, atol=1e-6)
     module.close()
     assert list(scratch.iterdir()) == []
+
+
+class _CacheWriter(torch.nn.Module):
+    def forward(self, x, pos, cache):
+        cache.index_put_((pos,), x)
+        return cache.sum(dim=0)
+
+
+def test_inputs_written_in_place_reach_the_callers_buffer_and_are_checked(tmp_path):
+    """The exporter names the inputs a method writes (metadata mutated_inputs); the
+    compiled code writes the caller's own buffer; a program naming an input that does
+    not exist is refused at load."""
+    model = _CacheWriter()
+    example = (torch.randn(1, 4), torch.tensor([2]), torch.zeros(8, 4))
+    program = kiln.export({"forward": torch.export.export(model, example)}, backend="cpu", verbose=False)
+    assert program.methods["forward"].metadata["mutated_inputs"] == "cache"
+    path = tmp_path / "writer.kiln"
+    program.save(str(path))
+
+    cache = np.zeros((8, 4), dtype=np.float32)
+    x = np.random.default_rng(0).standard_normal((1, 4)).astype(np.float32)
+    (total,) = Module(str(path)).forward(x, np.array([5], dtype=np.int64), cache)
+    np.testing.assert_array_equal(cache[5], x[0])  # written where the caller can see it
+    np.testing.assert_allclose(total, x[0], rtol=1e-6)
+
+    loaded = kiln.program.load(str(path))
+    next(m for m in loaded.methods if m.name == "forward").metadata["mutated_inputs"] = "cache,not_an_input"
+    bad = tmp_path / "bad.kiln"
+    loaded.save(str(bad))
+    with pytest.raises(KilnError) as err:
+        Module(str(bad)).load_method("forward")
+    assert err.value.status == "InvalidProgram"
+    assert "mutated_inputs names 'not_an_input'" in err.value.message

@@ -318,6 +318,9 @@ class AotiBackend:
                 ),
                 "shim_imports": ",".join(shim_imports),
             }
+            mutated = md.mutated_user_inputs(ep)
+            if mutated:
+                meta["mutated_inputs"] = ",".join(mutated)
             aoti_meta = _read_aoti_metadata(out_dir)
             for k, v in aoti_meta.items():
                 meta[k] = str(v)

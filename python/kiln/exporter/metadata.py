@@ -150,6 +150,42 @@ def output_specs(ep: ExportedProgram) -> list[TensorSpec]:
     return specs
 
 
+def mutated_user_inputs(ep: ExportedProgram) -> list[str]:
+    """Names of the user inputs the graph writes in place (in input order). AOTInductor
+    compiles such writes into the caller's input buffers, so the runtime must pass those
+    inputs as they are (metadata ``mutated_inputs``). A functional graph records them as
+    USER_INPUT_MUTATION outputs; export's default IR keeps the in-place ops instead, so
+    those are found by walking each written argument back through views to its input."""
+    written = {spec.target for spec in ep.graph_signature.output_specs
+               if spec.kind == OutputKind.USER_INPUT_MUTATION}
+    for node in ep.graph.nodes:
+        schema = getattr(node.target, "_schema", None) if node.op == "call_function" else None
+        if schema is None:
+            continue
+        for i, arg in enumerate(schema.arguments):
+            if arg.alias_info is None or not arg.alias_info.is_write:
+                continue
+            value = node.args[i] if i < len(node.args) else node.kwargs.get(arg.name)
+            root = _view_root(value)
+            if root is not None and root.op == "placeholder":
+                written.add(root.name)
+    return [spec.arg.name for spec in ep.graph_signature.input_specs
+            if spec.kind == InputKind.USER_INPUT and isinstance(spec.arg, TensorArgument)
+            and spec.arg.name in written]
+
+
+def _view_root(value: Any) -> torch.fx.Node | None:
+    """The node whose storage `value` aliases, following ops whose output aliases their
+    first argument (views, and in-place ops, which return what they wrote)."""
+    while isinstance(value, torch.fx.Node) and value.op == "call_function":
+        schema = getattr(value.target, "_schema", None)
+        returns = schema.returns if schema is not None else []
+        if not returns or returns[0].alias_info is None or not value.args:
+            return value
+        value = value.args[0]
+    return value if isinstance(value, torch.fx.Node) else None
+
+
 def program_metadata(extra: dict[str, Any] | None = None) -> dict[str, str]:
     """Metadata every exported program carries; ``extra`` (the caller's) wins on conflicts."""
     meta = {
