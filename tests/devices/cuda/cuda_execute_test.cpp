@@ -42,6 +42,7 @@ std::string program_dir() {
 const std::string kProgram = program_dir() + "/fake_cuda.kiln";
 const std::string kProgramSm50 = program_dir() + "/fake_cuda_sm50.kiln";
 const std::string kGraphProgram = program_dir() + "/fake_graph.kiln";
+const std::string kMutatingGraphProgram = program_dir() + "/fake_graph_mutating.kiln";
 constexpr float kScale = 3.0f;  // the weights the generator packed
 
 LoadBackendOptionsMap aoti_options(BackendOptions options) {
@@ -390,6 +391,26 @@ TEST_F(CudaExecute, CudaGraphCaptureFailureFallsBackToEagerRuns) {
   auto out = other.forward({cpu_tensor(x)});
   ASSERT_TRUE(out.ok()) << kiln::last_error_message();
   expect_scaled((*out)[0], x);
+}
+
+TEST_F(CudaExecute, InputsWrittenInPlaceStayWithTheCallerAndTurnGraphsOff) {
+  // The program says the method writes x in place (metadata mutated_inputs).
+  Module module(kMutatingGraphProgram);
+  ASSERT_EQ(module.load(aoti_options(graph_options())), Error::Ok) << kiln::last_error_message();
+  std::vector<float> x = ramp(64, 1.0f);
+  auto refused = module.forward({cpu_tensor(x)});  // a staging copy would take the writes
+  EXPECT_EQ(refused.error(), Error::InvalidArgument);
+  EXPECT_NE(kiln::last_error_message().find("written in place"), std::string::npos) << kiln::last_error_message();
+  Tensor dx = cuda_tensor(x);
+  std::vector<int64_t> calls;
+  for (int i = 0; i < 4; ++i) {
+    auto out = module.forward({dx});
+    ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+    expect_scaled((*out)[0], x);
+    calls.push_back(calls_of(*out));
+  }
+  // Graphs are off: every call ran the model (a replay would repeat the count it recorded).
+  for (size_t i = 1; i < calls.size(); ++i) EXPECT_EQ(calls[i], calls[i - 1] + 1);
 }
 
 TEST_F(CudaExecute, CudaGraphsNeedOneModelInstance) {
