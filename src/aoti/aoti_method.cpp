@@ -9,6 +9,7 @@
 
 #include "aoti/memory_budget.h"
 #include "aoti/shim/shim_state.h"
+#include "aoti/split.h"
 #include "aoti/shim/tensor_handle.h"
 #include "aoti/weak_registry.h"
 #include "kiln/log.h"
@@ -32,18 +33,13 @@ Result<std::set<size_t>> mutated_input_indices(const MethodInfo& method, const s
   std::set<size_t> indices;
   auto it = method.metadata.find("mutated_inputs");
   if (it == method.metadata.end() || it->second.empty()) return indices;
-  size_t start = 0;
-  while (start <= it->second.size()) {
-    size_t end = it->second.find(',', start);
-    if (end == std::string::npos) end = it->second.size();
-    const std::string name = it->second.substr(start, end - start);
+  for (std::string_view name : split(it->second, ',')) {
     size_t i = 0;
     while (i < method.inputs.size() && method.inputs[i].name != name) ++i;
     if (i == method.inputs.size())
-      return set_error(Error::InvalidProgram, label + ": metadata mutated_inputs names '" + name +
+      return set_error(Error::InvalidProgram, label + ": metadata mutated_inputs names '" + std::string(name) +
                                                   "', which is not one of the method's inputs");
     indices.insert(i);
-    start = end + 1;
   }
   return indices;
 }

@@ -2,21 +2,11 @@
 
 #include <charconv>
 
+#include "aoti/split.h"
 #include "kiln/tensor.h"
 
 namespace kiln::aoti {
 namespace {
-
-std::vector<std::string_view> split(std::string_view text, char sep) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t end = text.find(sep, start);
-    parts.push_back(text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start));
-    if (end == std::string_view::npos) return parts;
-    start = end + 1;
-  }
-}
 
 template <typename T>
 bool parse_number(std::string_view s, T* out) {

@@ -68,7 +68,8 @@ class Worker {
   explicit Worker(int device) : device_(device) {}
   ~Worker() {
     ScopedDevice scoped(device_);
-    // The stream is synchronised (or failed) before this: the buffers are idle.
+    // run() synchronises on success; after an error it returns early, so wait
+    // here: the buffers go back to the shared pool only once no copy reads them.
     if (stream_) (void)cudaStreamSynchronize(stream_);
     for (int i = 0; i < 2; ++i) {
       if (events_[i]) (void)cudaEventDestroy(events_[i]);
