@@ -38,11 +38,14 @@ from pathlib import Path
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 # The thin transformers wrappers are the GPU suite's (same models, bigger configs here).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 from hf_suite_models import ParakeetCtc, ResNetLogits, _transformers  # noqa: E402
+
+# The causal pre-norm block of the parity tests, at benchmark size.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
+from parity_models import TransformerBlock  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -83,23 +86,6 @@ def _randn(shape, dtype, device):
 
 
 # ---------------------------------------------------------------- transformer block
-
-
-class TransformerBlock(nn.Module):
-    def __init__(self, d, heads):
-        super().__init__()
-        self.heads = heads
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.ff1, self.ff2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
-        return x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
 
 
 def transformer_block(dtype, device, tiny):

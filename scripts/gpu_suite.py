@@ -126,23 +126,6 @@ class SmallCnn(nn.Module):
         return self.head(x.mean(dim=(2, 3)))
 
 
-class TransformerBlock(nn.Module):
-    def __init__(self, d=256, heads=8):
-        super().__init__()
-        self.heads = heads
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.ff1, self.ff2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-
-    def forward(self, x):
-        b, t, d = x.shape
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=-1)
-        q, k, v = (z.view(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
-        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        x = x + self.proj(a.transpose(1, 2).reshape(b, t, d))
-        return x + self.ff2(F.gelu(self.ff1(self.ln2(x))))
-
-
 @suite_model("mlp")
 def _mlp(dtype, device):
     return Mlp().to(device, dtype).eval(), (torch.randn(32, 256, device=device, dtype=dtype),)
@@ -155,7 +138,9 @@ def _cnn(dtype, device):
 
 @suite_model("transformer")
 def _transformer(dtype, device):
-    return TransformerBlock().to(device, dtype).eval(), (torch.randn(2, 128, 256, device=device, dtype=dtype),)
+    from parity_models import TransformerBlock  # tests/python, on the path from _register_parity_models
+
+    return TransformerBlock(256, 8).to(device, dtype).eval(), (torch.randn(2, 128, 256, device=device, dtype=dtype),)
 
 
 MODES = {
