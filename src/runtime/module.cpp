@@ -62,6 +62,9 @@ Error Module::load_method(std::string_view name, const LoadBackendOptionsMap* op
 
 Result<std::shared_ptr<MethodExecutor>> Module::load_executor(std::string_view name,
                                                               const LoadBackendOptionsMap* options) {
+  // Refused whether or not the method is loaded already.
+  if (options && options->options_for(kProgramOptions))
+    return set_error(Error::InvalidArgument, "'program' options apply to Module::load(), not to load_method()");
   if (!is_loaded()) KILN_RETURN_IF_ERROR(load());
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = methods_.find(name); it != methods_.end()) return it->second;
@@ -71,8 +74,6 @@ Result<std::shared_ptr<MethodExecutor>> Module::load_executor(std::string_view n
   if (!backend)
     return set_error(Error::NotSupported, "method '" + method->name + "' needs backend '" + method->backend +
                                               "', which this build of Kiln does not have");
-  if (options && options->options_for(kProgramOptions))
-    return set_error(Error::InvalidArgument, "'program' options apply to Module::load(), not to load_method()");
   const LoadBackendOptionsMap& chosen = options ? *options : options_;
   static const BackendOptions kNoOptions;
   const BackendOptions* backend_options = chosen.options_for(method->backend);

@@ -305,6 +305,9 @@ TEST(SignedProgram, BadProgramOptionsAreRejected) {
   ASSERT_EQ(module.load(), Error::Ok) << last_error_message();
   options.set_options(kProgramOptions, BackendOptions());
   EXPECT_EQ(module.load_method("forward", &options), Error::InvalidArgument);
+  // The same once the method is loaded (the cache used to answer Ok).
+  ASSERT_EQ(module.load_method("forward"), Error::Ok) << last_error_message();
+  EXPECT_EQ(module.load_method("forward", &options), Error::InvalidArgument);
 }
 
 }  // namespace
