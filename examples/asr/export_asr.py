@@ -402,6 +402,8 @@ def greedy_decode(model: Whisper, mel: torch.Tensor, tok: dict | None = None, ma
     cross_k, cross_v = model.encoder(mel)
     self_k, self_v = model.empty_cache(device)
     prompt = [tok["sot"], tok["no_timestamps"]]
+    # The masks depend only on whether a token was emitted yet: made once, not per step.
+    allowed_first, allowed_rest = allowed_mask(tok, first=True).to(device), allowed_mask(tok, first=False).to(device)
     out: list[int] = []
     token = prompt[0]
     for pos in range(len(prompt) + max_new):
@@ -411,7 +413,7 @@ def greedy_decode(model: Whisper, mel: torch.Tensor, tok: dict | None = None, ma
         if pos + 1 < len(prompt):
             token = prompt[pos + 1]
             continue
-        allowed = allowed_mask(tok, first=not out).to(device)
+        allowed = allowed_rest if out else allowed_first
         token = int(torch.where(allowed, logits, float("-inf")).argmax())
         if token == tok["eot"] or pos + 1 >= N_TEXT_CTX:
             break

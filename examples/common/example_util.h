@@ -1,12 +1,14 @@
 // Small helpers every example runner uses: strict integer parsing of command
-// line and metadata text, and wall-clock milliseconds. Header-only.
+// line and metadata text, wall-clock milliseconds, medians. Header-only.
 #pragma once
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <system_error>
+#include <vector>
 
 namespace kiln::examples {
 
@@ -22,6 +24,15 @@ inline double ms_since(Clock::time_point start) {
 inline bool parse_int(const std::string& text, int64_t* out) {
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
   return !text.empty() && ec == std::errc() && ptr == text.data() + text.size();
+}
+
+/// The median of `values` (the mean of the middle two for an even count); 0
+/// for none.
+inline double median(std::vector<double> values) {
+  if (values.empty()) return 0.0;
+  std::sort(values.begin(), values.end());
+  const size_t mid = values.size() / 2;
+  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
 }  // namespace kiln::examples

@@ -197,12 +197,7 @@ int fail(const char* what) {
   return 1;
 }
 
-double median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const size_t mid = values.size() / 2;
-  return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
-}
+using kiln::examples::median;
 
 }  // namespace
 

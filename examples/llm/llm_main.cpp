@@ -60,7 +60,6 @@ struct Options {
   int64_t max_new_tokens = 32;
   SamplerConfig sampling;
   int64_t eos = -1;
-  bool force_given = false;
   std::vector<int64_t> forced;
   std::string logits_out;
   int64_t warmup = 1;
@@ -116,7 +115,6 @@ int parse_args(int argc, char** argv, Options* opt) {
     } else if (arg == "--force") {
       if (!value(&v) || !parse_ids(v, &opt->forced) || opt->forced.empty())
         return usage_error("--force needs token ids, e.g. --force \"5 17 42\"");
-      opt->force_given = true;
     } else if (arg == "--prompt-len") {
       if (!value(&v) || !parse_int(v, &opt->prompt_len) || opt->prompt_len < 1)
         return usage_error("--prompt-len needs an integer >= 1");
@@ -153,13 +151,11 @@ int parse_args(int argc, char** argv, Options* opt) {
   }
   if (opt->program.empty()) return usage_error("no program given");
   if (std::string problem = Sampler::check(opt->sampling); !problem.empty()) return usage_error(problem);
-  if (opt->force_given) opt->max_new_tokens = static_cast<int64_t>(opt->forced.size());
+  if (!opt->forced.empty()) opt->max_new_tokens = static_cast<int64_t>(opt->forced.size());
   return 0;
 }
 
-double ms_between(Clock::time_point a, Clock::time_point b) {
-  return std::chrono::duration<double, std::milli>(b - a).count();
-}
+using kiln::examples::ms_since;
 
 struct Generation {
   std::vector<int64_t> tokens;
@@ -184,14 +180,14 @@ kiln::Result<Generation> generate(LlmSession& session, const Options& opt, const
   };
   const auto t0 = Clock::now();
   KILN_ASSIGN_OR_RETURN(std::span<const float> logits, session.prefill(prompt));
-  gen.prefill_ms = ms_between(t0, Clock::now());
+  gen.prefill_ms = ms_since(t0);
   keep(logits);
   int64_t pos = static_cast<int64_t>(prompt.size());
   while (true) {
     const auto s0 = Clock::now();
-    int64_t next = sampler.sample(logits);
-    if (opt.force_given) next = opt.forced[gen.tokens.size()];
-    gen.sampling_ms += ms_between(s0, Clock::now());
+    // Forced tokens (--force) replace sampling; nothing is drawn for them.
+    const int64_t next = opt.forced.empty() ? sampler.sample(logits) : opt.forced[gen.tokens.size()];
+    gen.sampling_ms += ms_since(s0);
     if (next < 0 || next >= vocab)
       return kiln::set_error(kiln::Error::InvalidArgument, "token " + std::to_string(next) + " is outside the vocabulary");
     gen.tokens.push_back(next);
@@ -206,7 +202,7 @@ kiln::Result<Generation> generate(LlmSession& session, const Options& opt, const
     }
     const auto d0 = Clock::now();
     KILN_ASSIGN_OR_RETURN(logits, session.decode(next, pos));
-    const double step = ms_between(d0, Clock::now());
+    const double step = ms_since(d0);
     gen.decode_ms += step;
     gen.step_ms.push_back(step);
     ++gen.decode_calls;
@@ -222,12 +218,7 @@ std::string ids_text(const std::vector<int64_t>& ids, const char* sep) {
   return out;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using kiln::examples::median;
 
 double per_second(double count, double ms) { return ms > 0 ? count * 1000.0 / ms : 0.0; }
 
@@ -250,7 +241,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   LlmSession& session = **opened;
-  const double load_ms = ms_between(l0, Clock::now());
+  const double load_ms = ms_since(l0);
 
   std::vector<int64_t> prompt = opt.prompt;
   if (prompt.empty()) {
