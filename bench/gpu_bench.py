@@ -121,12 +121,14 @@ def read_stamp(workdir: Path, name: str, args) -> dict | None:
     return stamp if {k: stamp.get(k) for k in want} == want else None
 
 
-def is_cached(workdir: Path, name: str, args, need_pt2: bool = True) -> bool:
-    """Exported with the current settings: the .kiln at least, and the .pt2 if need_pt2
-    (the run phase times a model whose .pt2 failed without the loader)."""
+def cached_stamp(workdir: Path, name: str, args, need_pt2: bool = True) -> dict | None:
+    """The stamp if the model is exported with the current settings: the .kiln at least,
+    and the .pt2 if need_pt2 (the run phase times a model whose .pt2 failed without the
+    loader); else None."""
     stamp = read_stamp(workdir, name, args)
     p = paths_for(workdir, name)
-    return bool(stamp) and p["kiln"].exists() and (not need_pt2 or (stamp.get("pt2_done") and p["pt2"].exists()))
+    cached = bool(stamp) and p["kiln"].exists() and (not need_pt2 or (stamp.get("pt2_done") and p["pt2"].exists()))
+    return stamp if cached else None
 
 
 def export_model(name: str, args) -> dict:
@@ -184,8 +186,8 @@ def export_phase(names: list[str], args) -> dict[str, dict]:
     workdir.mkdir(parents=True, exist_ok=True)
     done, todo = {}, []
     for name in names:
-        if is_cached(workdir, name, args) and not args.force_export:
-            done[name] = {**json.loads(paths_for(workdir, name)["stamp"].read_text()), "cached": True}
+        if not args.force_export and (stamp := cached_stamp(workdir, name, args)):
+            done[name] = {**stamp, "cached": True}
             log(f"export {name}: cached in {workdir}")
         else:
             todo.append(name)
@@ -930,13 +932,14 @@ def main(argv=None) -> int:
         log(f"  {results['bandwidth']}")
         save()
         for name in args.model_list:
-            if not is_cached(Path(args.workdir), name, args, need_pt2=False):
+            stamp = cached_stamp(Path(args.workdir), name, args, need_pt2=False)
+            if not stamp:
                 err = (results["exports"].get(name) or {}).get("error") or "not exported (run --phase export)"
                 results["models"][name] = {"model": name, "error": err}
                 log(f"run {name}: skipped: {err.splitlines()[0]}")
                 save()
                 continue
-            results["exports"].setdefault(name, {**read_stamp(Path(args.workdir), name, args), "cached": True})
+            results["exports"].setdefault(name, {**stamp, "cached": True})
             log(f"run {name}")
             with tempfile.TemporaryDirectory() as tmp:
                 result_path = Path(tmp) / "result.json"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import functools
 import os
 import sys
 import tempfile
@@ -116,12 +117,18 @@ def model_mappings() -> int:
         return sum(1 for line in maps if "kiln-model" in line)
 
 
-def kiln_pool_mib() -> tuple[float, float]:
-    """Kiln's CUDA pool: bytes in use, bytes reserved (MiB)."""
+@functools.cache
+def _kiln_cuda():
+    """The CUDA plugin's function table (bench/gpu_bench.py's reader), looked up once."""
     sys.path.insert(0, os.path.join(HERE, "..", "bench"))
     from gpu_bench import KilnCuda
 
-    s = KilnCuda().stats()
+    return KilnCuda()
+
+
+def kiln_pool_mib() -> tuple[float, float]:
+    """Kiln's CUDA pool: bytes in use, bytes reserved (MiB)."""
+    s = _kiln_cuda().stats()
     return s.bytes_in_use / MiB, s.bytes_reserved / MiB
 
 
