@@ -13,6 +13,7 @@
 
 #include "kiln_program_generated.h"
 #include "program/file_format.h"
+#include "program/hex.h"
 #include "program/mapped_file.h"
 #include "program/sha256.h"
 #include "program/zip_archive.h"
@@ -26,17 +27,6 @@ namespace {
 
 // FlatBuffers' own limit; the Verifier asserts on larger sizes, so check first.
 constexpr uint64_t kMaxFlatbufferSize = 0x7fffffffu;
-
-std::string hex(std::span<const uint8_t> bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (uint8_t b : bytes) {
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  return out;
-}
 
 std::string quoted(std::string_view s) {
   // Built by append: GCC 12 flags `"'" + std::string(s)` with a false -Wrestrict.
@@ -103,7 +93,7 @@ Error ProgramFile::Impl::check_header(pf::ProgramHeader* header) {
   if (file_size < pf::kProgramMagic.size())
     return invalid("truncated: " + std::to_string(file_size) + " bytes, shorter than the 8-byte magic at offset 0");
   if (std::memcmp(p, pf::kProgramMagic.data(), pf::kProgramMagic.size()) != 0)
-    return invalid("bad magic at offset 0: expected \"KILNPROG\", found 0x" + hex({p, 8}) +
+    return invalid("bad magic at offset 0: expected \"KILNPROG\", found 0x" + to_hex({p, 8}) +
                    (ZipArchive::has_zip_magic({p, 8})
                         ? " (a ZIP archive: for a PyTorch .pt2 package, convert it with `kiln import` or load it "
                           "with Module / `kiln run`, which import it directly)"
@@ -142,9 +132,9 @@ Error ProgramFile::Impl::check_header(pf::ProgramHeader* header) {
   const Sha256Digest digest = sha256({p + h.flatbuffer_offset, static_cast<size_t>(h.flatbuffer_size)});
   if (digest != h.flatbuffer_sha256)
     return fail(Error::IntegrityError, "SHA-256 of the FlatBuffer (bytes " + std::to_string(h.flatbuffer_offset) + ".." +
-                                           std::to_string(fb_end) + ") is " + hex(digest) + " but the header (offset " +
+                                           std::to_string(fb_end) + ") is " + to_hex(digest) + " but the header (offset " +
                                            std::to_string(pf::kOffFlatbufferSha256) + ") records " +
-                                           hex(h.flatbuffer_sha256));
+                                           to_hex(h.flatbuffer_sha256));
   *header = h;
   header_size = h.header_size;
   content_size = seg_end;
@@ -512,7 +502,7 @@ Result<std::span<const uint8_t>> ProgramFile::named_data_bytes(std::string_view 
   if (cache.state == DigestState::Bad)
     return impl_->fail(Error::IntegrityError,
                        "SHA-256 of named data " + quoted(key) + " (" + std::to_string(bytes.size()) +
-                           " bytes) does not match the recorded " + hex(info.sha256) +
+                           " bytes) does not match the recorded " + to_hex(info.sha256) +
                            (info.external_file >= 0
                                 ? " (in external data file " + quoted(impl_->external_file_names[info.external_file]) + ")"
                                 : std::string()));

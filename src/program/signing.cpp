@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "program/hex.h"
 #include "program/mapped_file.h"
 #include "program/signature.h"
 
@@ -32,17 +33,6 @@ Error init_sodium() {
   // Idempotent and thread-safe; picks the fastest implementation for this CPU.
   if (sodium_init() < 0) return set_error(Error::Internal, "libsodium failed to initialise");
   return Error::Ok;
-}
-
-std::string hex(std::span<const uint8_t> bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  out.reserve(bytes.size() * 2);
-  for (uint8_t b : bytes) {
-    out += digits[b >> 4];
-    out += digits[b & 15];
-  }
-  return out;
 }
 
 int hex_digit(char c) {
@@ -94,7 +84,7 @@ Error for_each_key_line(std::string_view text, F on_line) {
 
 std::string key_line(std::string_view tag, std::span<const uint8_t> key, std::string_view comment) {
   std::string line(tag);
-  line.append(" ").append(hex(key));
+  line.append(" ").append(to_hex(key));
   if (!comment.empty()) line.append(" ").append(comment);
   return line.append("\n");
 }
@@ -193,7 +183,7 @@ std::string format_secret_key(const SecretKey& key, std::string_view comment) {
   return key_line(kSecretTag, key.seed, comment);
 }
 
-std::string public_key_hex(const PublicKey& key) { return hex(key); }
+std::string public_key_hex(const PublicKey& key) { return to_hex(key); }
 
 Result<std::vector<PublicKey>> parse_public_keys(std::string_view text, std::string_view source) {
   std::vector<PublicKey> keys;
