@@ -89,6 +89,16 @@ std::string key_line(std::string_view tag, std::span<const uint8_t> key, std::st
   return line.append("\n");
 }
 
+Error write_all(int fd, std::span<const uint8_t> bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Error::IoError;
+    bytes = bytes.subspan(static_cast<size_t>(n));
+  }
+  return Error::Ok;
+}
+
 Error write_new_file(const std::string& path, const std::string& text, mode_t mode, std::string_view what) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) {
@@ -99,22 +109,13 @@ Error write_new_file(const std::string& path, const std::string& text, mode_t mo
   }
   // The umask may have cleared bits of `mode`; a secret key must be 0600 exactly.
   const bool ok =
-      ::fchmod(fd, mode) == 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+      ::fchmod(fd, mode) == 0 &&
+      write_all(fd, {reinterpret_cast<const uint8_t*>(text.data()), text.size()}) == Error::Ok;
   const int err = errno;
   if (::close(fd) != 0 || !ok) {
     ::unlink(path.c_str());
     return set_error(Error::IoError,
                      std::string(what) + " '" + path + "': write failed: " + std::strerror(err));
-  }
-  return Error::Ok;
-}
-
-Error write_all(int fd, std::span<const uint8_t> bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Error::IoError;
-    bytes = bytes.subspan(static_cast<size_t>(n));
   }
   return Error::Ok;
 }
