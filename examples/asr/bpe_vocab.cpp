@@ -45,7 +45,6 @@ bool BpeVocab::load(const std::string& path, std::string* error) {
     *error = path + ": cannot open the vocabulary file";
     return false;
   }
-  tokens_.clear();
   bytes_.clear();
   std::string line;
   while (std::getline(file, line)) {
@@ -56,25 +55,19 @@ bool BpeVocab::load(const std::string& path, std::string* error) {
       const int64_t cp = next_code_point(line, &pos);
       const int b = cp < 0 ? -1 : byte_of_code_point(static_cast<uint32_t>(cp));
       if (b < 0) {
-        *error = path + ": line " + std::to_string(tokens_.size() + 1) + " ('" + line +
+        *error = path + ": line " + std::to_string(bytes_.size() + 1) + " ('" + line +
                  "') is not a byte-level BPE token (a character outside GPT-2's byte mapping)";
         return false;
       }
       decoded.push_back(static_cast<char>(b));
     }
-    tokens_.push_back(line);
     bytes_.push_back(special ? line : decoded);
   }
-  if (tokens_.empty()) {
+  if (bytes_.empty()) {
     *error = path + ": the vocabulary file is empty";
     return false;
   }
   return true;
-}
-
-const std::string& BpeVocab::token(int64_t id) const {
-  static const std::string empty;
-  return id >= 0 && static_cast<size_t>(id) < tokens_.size() ? tokens_[static_cast<size_t>(id)] : empty;
 }
 
 std::string BpeVocab::decode(const std::vector<int64_t>& ids, int64_t first_special) const {

@@ -15,15 +15,12 @@ class BpeVocab {
  public:
   /// Reads `path`; false with *error naming the file and the problem.
   bool load(const std::string& path, std::string* error);
-  size_t size() const { return tokens_.size(); }
-  /// The token as written in the vocabulary file ("" for an unknown id).
-  const std::string& token(int64_t id) const;
+  size_t size() const { return bytes_.size(); }
   /// Bytes of the text of `ids`, in order. Ids >= `first_special` (Whisper's
   /// <|endoftext|> and the control tokens after it) are left out.
   std::string decode(const std::vector<int64_t>& ids, int64_t first_special) const;
 
  private:
-  std::vector<std::string> tokens_;
   std::vector<std::string> bytes_;  // decoded bytes of each token
 };
 

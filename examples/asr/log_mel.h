@@ -46,7 +46,6 @@ class LogMel {
   /// silence) into out[n_mels * n_frames], row-major [mel][frame].
   void compute(const float* samples, size_t count, float* out) const;
   /// The mel filter bank, row-major [n_mels][n_fft / 2 + 1].
-  const std::vector<float>& filters() const { return filters_; }
 
  private:
   LogMelConfig config_;

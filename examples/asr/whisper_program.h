@@ -40,7 +40,6 @@ class WhisperProgram {
   bool transcribe(std::vector<float>& mel, int64_t max_new_tokens, WindowResult* out, std::string* error);
 
  private:
-  kiln::Module* module() { return module_.get(); }
   std::unique_ptr<kiln::Module> module_;
   WhisperSpec spec_;
   std::string device_;

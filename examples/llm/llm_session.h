@@ -60,9 +60,6 @@ class LlmSession {
   const std::vector<int64_t>& cache_shape() const noexcept { return cache_shape_; }
   /// Bytes of both caches together.
   size_t cache_bytes() const noexcept { return 2 * k_cache_.nbytes(); }
-  /// The cache tensors (for tests and diagnostics).
-  const Tensor& k_cache() const noexcept { return k_cache_; }
-  const Tensor& v_cache() const noexcept { return v_cache_; }
 
  private:
   explicit LlmSession(const std::string& path) : path_(path), module_(path) {}

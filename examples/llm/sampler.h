@@ -43,7 +43,6 @@ class Sampler {
   int64_t sample(std::span<const float> logits);
 
   bool greedy() const noexcept { return config_.temperature <= 0.0f || config_.top_k == 1; }
-  const SamplerConfig& config() const noexcept { return config_; }
   /// A one-line description, e.g. "greedy" or "temperature 0.8, top-k 40, top-p 0.95, seed 7".
   std::string describe() const;
 
