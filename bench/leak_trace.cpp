@@ -1,10 +1,10 @@
 // Which code keeps host memory across load/unload cycles of a Kiln program?
-// Runs warm-up cycles, then N cycles under glibc's malloc trace (mtrace, from
-// libc_malloc_debug.so, which bench/leak-trace preloads), recording the
-// executable mappings while each model library is loaded, so callers inside an
+// Runs warm-up cycles, then N cycles with bench/alloc_stacks.cpp (preloaded by
+// bench/leak-trace) recording the stack of every allocation, and records the
+// executable mappings while each model library is loaded, so frames inside an
 // unloaded library still resolve. bench/leak_trace_report.py reads both files.
 //   bench/leak-trace PROGRAM.kiln [cycles=50] [load-only]
-#include <mcheck.h>
+#include <dlfcn.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -73,10 +73,18 @@ int main(int argc, char** argv) {
   std::ofstream mappings(maps_out ? maps_out : "/dev/null");
   for (int i = 0; i < 5; ++i)
     if (!cycle(path, load_only, &mappings)) return 1;
-  mtrace();  // writes to $MALLOC_TRACE
+  // The tracer's entry points, found at run time so this runs without it too.
+  using StartFn = void (*)();
+  using DumpFn = int (*)(const char*);
+  auto start = reinterpret_cast<StartFn>(dlsym(RTLD_DEFAULT, "kiln_alloc_stacks_start"));
+  auto dump = reinterpret_cast<DumpFn>(dlsym(RTLD_DEFAULT, "kiln_alloc_stacks_dump"));
+  const char* stacks_out = std::getenv("KILN_LEAK_STACKS");
+  if (!start || !dump || !stacks_out)
+    return std::fprintf(stderr, "leak_trace: run through bench/leak-trace (needs the preloaded tracer)\n"), 2;
+  start();
   for (int i = 0; i < cycles; ++i)
     if (!cycle(path, load_only, &mappings)) return 1;
-  muntrace();
+  if (int rc = dump(stacks_out); rc != 0) return std::fprintf(stderr, "leak_trace: dump failed (%d)\n", rc), 1;
   std::printf("%d cycles traced\n", cycles);
   return 0;
 }

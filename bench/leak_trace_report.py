@@ -1,56 +1,66 @@
-"""Reads bench/leak_trace's malloc trace and mapping list: the allocations still live
-at the end, grouped by caller, keeping callers with at least one per traced cycle,
-each located in the object its address lies in.
-    python3 bench/leak_trace_report.py TRACE MAPS CYCLES"""
+"""Reads bench/leak_trace's live-allocation stacks (from bench/alloc_stacks.cpp) and
+mapping list, keeps the stacks with at least one live allocation per traced cycle,
+and prints each frame as the object it lies in + offset (and the function name
+where addr2line can tell, for objects still on disk).
+    python3 bench/leak_trace_report.py STACKS MAPS CYCLES"""
 
-import collections
+import functools
 import os
-import re
+import shutil
+import subprocess
 import sys
 
-ALLOC = re.compile(r"^@ (?P<caller>\S+) [+<>] (?P<addr>0x[0-9a-f]+) (?P<size>0x[0-9a-f]+)$")
-FREE = re.compile(r"^@ (?P<caller>\S+) - (?P<addr>0x[0-9a-f]+)$")
-CALLER_ADDR = re.compile(r"\[(0x[0-9a-f]+)\]")
 
-
-def main(trace_path: str, maps_path: str, cycles: int) -> int:
-    live = {}
-    with open(trace_path, errors="replace") as trace:
-        for line in trace:
-            line = line.rstrip("\n")
-            if m := ALLOC.match(line):
-                live[int(m["addr"], 16)] = (int(m["size"], 16), m["caller"])
-            elif m := FREE.match(line):
-                live.pop(int(m["addr"], 16), None)
-    objects = []
+def read_objects(maps_path: str):
+    objects = set()
     with open(maps_path) as maps:
         for line in maps:
             parts = line.split(maxsplit=5)
             if len(parts) == 6:
                 start, end = (int(x, 16) for x in parts[0].split("-"))
-                objects.append((start, end, int(parts[2], 16), parts[5].strip()))
+                objects.add((start, end, int(parts[2], 16), parts[5].strip()))
+    return sorted(objects)
 
-    def where(caller: str) -> str:
-        m = CALLER_ADDR.search(caller)
-        if not m:
-            return caller
-        address = int(m.group(1), 16)
+
+@functools.lru_cache(maxsize=None)
+def function_name(path: str, offset: int) -> str:
+    if not shutil.which("addr2line") or not os.path.isfile(path):
+        return ""
+    # offset is a file offset; for the usual PIC objects it equals the address
+    # addr2line wants (text is mapped at its file offset).
+    out = subprocess.run(["addr2line", "-f", "-C", "-e", path, hex(offset)], capture_output=True, text=True)
+    name = out.stdout.splitlines()[0] if out.returncode == 0 and out.stdout else ""
+    return "" if name == "??" else name
+
+
+def main(stacks_path: str, maps_path: str, cycles: int) -> int:
+    objects = read_objects(maps_path)
+
+    def where(address: int) -> str:
         for start, end, offset, path in objects:
             if start <= address < end:
-                return f"{os.path.basename(path)} +{address - start + offset:#x}  ({caller})"
-        return caller
+                file_offset = address - start + offset
+                name = function_name(path, file_offset - 1)  # a return address points after the call
+                return f"{os.path.basename(path)} +{file_offset:#x}" + (f"  {name}" if name else "")
+        return f"{address:#x} (not in a recorded mapping)"
 
-    by_caller = collections.defaultdict(list)
-    for size, caller in live.values():
-        by_caller[caller].append(size)
-    rows = sorted(((sum(s), len(s), c) for c, s in by_caller.items() if len(s) >= cycles), reverse=True)
-    total = sum(size for size, _ in live.values())
-    print(f"{len(live)} allocations ({total / 1024:.1f} KiB) left unfreed over {cycles} cycles; "
-          "callers with at least one a cycle:")
-    print(f"{'KiB':>10} {'count':>7} {'KiB/cycle':>10}  caller")
-    for nbytes, count, caller in rows[:20]:
-        print(f"{nbytes / 1024:10.1f} {count:7d} {nbytes / 1024 / cycles:10.2f}  {where(caller)}")
-    if not rows:
+    stacks = []
+    total_bytes = total_count = 0
+    with open(stacks_path) as f:
+        for line in f:
+            parts = line.split()
+            count, nbytes, frames = int(parts[0]), int(parts[1]), [int(x, 16) for x in parts[2:]]
+            total_bytes += nbytes
+            total_count += count
+            stacks.append((nbytes, count, frames))
+    per_cycle = sorted((s for s in stacks if s[1] >= cycles), reverse=True, key=lambda s: s[0])
+    print(f"{total_count} allocations ({total_bytes / 1024:.1f} KiB) live after {cycles} traced cycles "
+          f"({total_bytes / 1024 / cycles:.2f} KiB/cycle); stacks with at least one a cycle: {len(per_cycle)}")
+    for nbytes, count, frames in per_cycle[:25]:
+        print(f"\n{nbytes / 1024:.1f} KiB in {count} allocations ({nbytes / 1024 / cycles:.2f} KiB/cycle):")
+        for frame in frames:
+            print(f"    {where(frame)}")
+    if not per_cycle:
         print("  (none)")
     return 0
 
