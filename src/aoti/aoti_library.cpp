@@ -247,8 +247,30 @@ Result<std::unique_ptr<AotiLibrary>> AotiLibrary::load(std::span<const uint8_t> 
   return std::unique_ptr<AotiLibrary>(new AotiLibrary(*handle, fd));
 }
 
+namespace {
+
+// A library linked with its own static copy of libstdc++ (AOTInductor's CUDA
+// libraries built by g++ 13 on Ubuntu 24.04 are) carries its own exception
+// emergency pool: a static constructor mallocs it (72 KiB) at dlopen, and
+// libstdc++ frees it only through __gnu_cxx::__freeres, which nothing calls
+// for a library, so every load/unload cycle kept 72 KiB. Call the library's
+// own copy; dlsym on the handle also searches its dependencies, and the
+// process's shared libstdc++ pool must be left alone, so only a definition
+// inside the library itself counts.
+void free_private_libstdcxx_pool(void* handle, const void* library_base) {
+  void* freeres = ::dlsym(handle, "_ZN9__gnu_cxx9__freeresEv");
+  Dl_info info{};
+  if (!freeres || !library_base || ::dladdr(freeres, &info) == 0 || info.dli_fbase != library_base) return;
+  reinterpret_cast<void (*)()>(freeres)();
+}
+
+}  // namespace
+
 AotiLibrary::~AotiLibrary() {
-  if (handle_) ::dlclose(handle_);
+  if (handle_) {
+    free_private_libstdcxx_pool(handle_, base());
+    ::dlclose(handle_);
+  }
   if (fd_ >= 0) ::close(fd_);
 }
 

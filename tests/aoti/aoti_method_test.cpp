@@ -119,6 +119,32 @@ TEST(AotiMethod, AThousandLoadUnloadCyclesLeaveNothingBehind) {
   std::filesystem::remove(path);
 }
 
+// A library with its own static libstdc++ (as AOTInductor's CUDA libraries are
+// when g++ 13 on Ubuntu 24.04 builds them) mallocs an exception emergency pool
+// of about 72 KiB at dlopen that libstdc++ never frees by itself; unloading
+// must give it back. Heap bytes in use are counted, not resident memory, so a
+// 72 KiB-per-cycle hold cannot hide in the allocator's caching.
+TEST(AotiMethod, LibraryWithItsOwnLibstdcxxGivesItsHeapBackOnUnload) {
+  auto path = write_program(KILN_FAKE_MODEL_STATIC_LIBSTDCXX_PATH, 2.0f, "fake-static-libstdcxx");
+  std::vector<float> x = {1, 2};
+  auto cycle = [&] {
+    Module module(path);
+    ASSERT_EQ(module.load_method("forward"), Error::Ok) << last_error_message();
+    auto out = module.forward({vector_tensor(x)});
+    ASSERT_TRUE(out.ok()) << last_error_message();
+    ASSERT_EQ((*out)[0].data<float>()[1], 4.0f);
+  };
+  for (int i = 0; i < 5; ++i) cycle();
+  const size_t maps = mapped_regions(), heap = heap_in_use_bytes();
+  constexpr int kCycles = 100;
+  for (int i = 0; i < kCycles; ++i) cycle();
+  const double grown_kib_per_cycle =
+      (static_cast<double>(heap_in_use_bytes()) - static_cast<double>(heap)) / 1024.0 / kCycles;
+  EXPECT_LT(grown_kib_per_cycle, 4.0) << "the heap grew by " << grown_kib_per_cycle << " KiB per load/unload cycle";
+  EXPECT_LE(mapped_regions(), maps + 2);  // really unloaded, despite libstdc++'s GNU-unique symbols
+  std::filesystem::remove(path);
+}
+
 TEST(AotiMethod, ConcurrentExecuteFromEightThreads) {
   auto path = write_program(KILN_FAKE_MODEL_PATH, 5.0f, "fake-threads");
   Module module(path);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -66,6 +67,14 @@ inline size_t resident_kib() {
   while (std::getline(status, line))
     if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
   return 0;
+}
+
+// Bytes glibc malloc has handed out and not had back (arena + mmapped blocks):
+// what the process holds, unlike resident memory, which the allocator's caching
+// blurs. Reads 0 under sanitizers that replace malloc.
+inline size_t heap_in_use_bytes() {
+  const struct mallinfo2 info = ::mallinfo2();
+  return info.uordblks + info.hblkhd;
 }
 
 inline size_t mapped_regions() {
