@@ -15,6 +15,10 @@ Packages (the `inductor_configs` each one is compiled with are in the JSON):
 and, on the blob_embed program, a compute capability (CUDA) or machine (CPU) Kiln's host lacks:
 refused at load, for the imported .kiln and for the .pt2 path, naming both.
 
+Eager and compilation run with TF32 off (torch.backends.cuda.matmul.allow_tf32=False): Inductor
+bakes the flag into Triton matmul templates, and leaves extern matmuls (aoti_torch_cuda_mm_out ...)
+to the runtime, where Kiln's cuBLASLt calls use TF32 only when kiln::cuda::set_allow_tf32 asks.
+
 Inductor's and Triton's caches live in a private directory that is removed after compiling, so a
 kernel file the library reads at run time can only come from the directory Kiln writes.
 """
@@ -459,7 +463,10 @@ class Runner:
                 m = Module(program)
                 try:
                     m.load()
-                    self.run_module(m, model, make, batches[:1], tol, seed=3000, host=False, poison=False)
+                    err, ok, note = self.run_module(m, model, make, batches[:1], tol, seed=3000, host=False,
+                                                    poison=False)
+                    if not ok:
+                        return err, ok, note
                     during = set(kernel_dirs(self.work / "tmp")) - before
                     if len(during) != 1:
                         return None, False, f"{len(during)} kernel directories while loaded"
