@@ -228,8 +228,14 @@ class Runner:
         libtorch_model = IntIndex().to(dev).eval()
         libtorch_pkg = self.compile("libtorch", libtorch_model, inso_inputs(0, torch.Generator().manual_seed(1)),
                                     None, {})
-        # From here on no compile-time file exists: kernels come from the programs only.
+        # From here on no compile-time file exists: kernels come from the programs only. The
+        # libraries name their kernel files by compile-time path; those go too, wherever they are.
         shutil.rmtree(self.work / "compile-cache", ignore_errors=True)
+        for facts in self.packages.values():
+            for f in facts.get("load_kernel_from_file", []):
+                if os.path.isfile(f):
+                    log(f"removing compile-time kernel file outside the cache: {f}")
+                    os.remove(f)
 
         programs = {}
         for name, model, path, make, batches, tol in compiled:
