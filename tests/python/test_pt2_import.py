@@ -273,3 +273,53 @@ def test_unknown_model_name(blob_pkg, tmp_path):
     proc = run_cli("import", blob_pkg[0], "-o", tmp_path / "x.kiln", "--model-name", "other")
     assert proc.returncode == 1
     assert "no model 'other' in the package (it holds: model)" in proc.stderr
+
+
+def _rewrite_metadata(src: Path, dst: Path, changes: dict) -> None:
+    """A copy of the package with keys of its *.wrapper_metadata.json changed, written by
+    Python's zipfile (no data descriptors, no alignment padding: Kiln's reader takes both)."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            if info.filename.endswith(".wrapper_metadata.json"):
+                data = json.dumps({**json.loads(data), **changes}).encode()
+            zout.writestr(info.filename, data)
+
+
+def test_package_for_another_machine_is_refused_at_load(blob_pkg, tmp_path):
+    import platform
+
+    host = platform.machine()
+    other = "aarch64" if host != "aarch64" else "x86_64"
+    patched = tmp_path / "other_machine.pt2"
+    _rewrite_metadata(blob_pkg[0], patched, {"AOTI_MACHINE": other})
+    # Importing copies the metadata; the machine is checked when the method loads.
+    program = tmp_path / "other_machine.kiln"
+    proc = run_cli("import", patched, "-o", program)
+    assert proc.returncode == 0, proc.stderr
+    for path in (patched, program):
+        m = Module(path)
+        m.load()
+        with pytest.raises(KilnError) as err:
+            m.load_method("forward")
+        assert err.value.status == "NotSupported"
+        assert f"built for {other} but this machine is {host}" in err.value.message
+
+
+def test_cuda_package_without_a_gpu_is_refused_at_load(blob_pkg, tmp_path):
+    # The package's device comes from AOTI_DEVICE_KEY, and its compute capability is kept
+    # for the GPU check at load; a CPU-only build (or machine) refuses the method by name.
+    patched = tmp_path / "cuda.pt2"
+    _rewrite_metadata(blob_pkg[0], patched, {"AOTI_DEVICE_KEY": "cuda", "AOTI_COMPUTE_CAPABILITY": "90"})
+    m = Module(patched)
+    m.load()
+    meta = m.method_meta("forward")
+    assert meta.device == "cuda"
+    assert meta.metadata["AOTI_COMPUTE_CAPABILITY"] == "90"
+    assert "cpu_isa" not in meta.metadata  # the CPU ISA check is for CPU libraries
+    if Path("/dev/nvidiactl").exists():
+        pytest.skip("an NVIDIA GPU is present: the method would load on it (scripts/gpu-pt2.sh covers CUDA packages)")
+    with pytest.raises(KilnError) as err:
+        m.load_method("forward")
+    assert err.value.status == "NotSupported"
+    assert "runs on cuda:0, which this build or machine does not have" in err.value.message
