@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_reference.h"
 #include "cuda_test_util.h"
 #include "devices/cuda/cuda_shim_abi.h"
 
@@ -15,48 +16,6 @@ namespace {
 
 using namespace kiln_test;
 using kiln::DType;
-
-struct Shape {
-  int64_t B, Hq, Hk, L, S, E, Ev;
-};
-
-// Reference attention; bias (optional) is given densely as [B, Hq, L, S]
-// (-inf = masked). Returns out [B, Hq, L, Ev] and lse [B, Hq, L].
-void ref_attention(const Shape& s, const std::vector<float>& q, const std::vector<float>& k,
-                   const std::vector<float>& v, const std::vector<float>& bias, bool causal, double scale,
-                   std::vector<float>& out, std::vector<float>& lse) {
-  out.assign(static_cast<size_t>(s.B * s.Hq * s.L * s.Ev), 0.0f);
-  lse.assign(static_cast<size_t>(s.B * s.Hq * s.L), 0.0f);
-  const int64_t rep = s.Hq / s.Hk;
-  for (int64_t b = 0; b < s.B; ++b)
-    for (int64_t h = 0; h < s.Hq; ++h)
-      for (int64_t i = 0; i < s.L; ++i) {
-        const int64_t hk = h / rep;
-        std::vector<double> sc(static_cast<size_t>(s.S));
-        double mx = -INFINITY;
-        for (int64_t j = 0; j < s.S; ++j) {
-          double d = 0;
-          for (int64_t e = 0; e < s.E; ++e)
-            d += double(q[((b * s.Hq + h) * s.L + i) * s.E + e]) * k[((b * s.Hk + hk) * s.S + j) * s.E + e];
-          d *= scale;
-          if (!bias.empty()) d += bias[((b * s.Hq + h) * s.L + i) * s.S + j];
-          if (causal && j > i) d = -INFINITY;
-          sc[j] = d;
-          mx = std::max(mx, d);
-        }
-        double sum = 0;
-        for (auto& x : sc) {
-          x = mx == -INFINITY ? 0.0 : std::exp(x - mx);
-          sum += x;
-        }
-        lse[(b * s.Hq + h) * s.L + i] = sum > 0 ? static_cast<float>(mx + std::log(sum)) : -INFINITY;
-        for (int64_t e = 0; e < s.Ev; ++e) {
-          double acc = 0;
-          for (int64_t j = 0; j < s.S; ++j) acc += sc[j] * v[((b * s.Hk + hk) * s.S + j) * s.Ev + e];
-          out[((b * s.Hq + h) * s.L + i) * s.Ev + e] = sum > 0 ? static_cast<float>(acc / sum) : 0.0f;
-        }
-      }
-}
 
 std::vector<float> rounded(std::vector<float> v, DType dt) {
   for (auto& x : v) x = round_to(x, dt);
@@ -101,8 +60,15 @@ TEST_P(CudaAttention, FlashCausalAndScaledWithAuxOutputs) {
   const Case cases[] = {{{2, 3, 3, 40, 40, 64, 64}, true, 0},
                         {{1, 2, 2, 33, 70, 32, 32}, false, 0.3},
                         {{2, 4, 2, 17, 29, 64, 64}, true, 0},      // grouped-query, L != S (upper-left causal)
-                        {{1, 2, 2, 20, 45, 256, 256}, false, 0}};  // large head dim: > 48 KB shared memory
+                        {{1, 2, 2, 20, 45, 256, 256}, false, 0},   // large head dim: > 48 KB shared memory
+                        // float16/bfloat16 on sm_80+: the tensor-core kernel
+                        // (head dims 64 and 128, partial last tiles, GQA, S != L).
+                        {{1, 4, 2, 200, 200, 128, 128}, true, 0},
+                        {{2, 2, 2, 96, 160, 64, 64}, false, 0.25},
+                        {{1, 2, 2, 150, 90, 64, 64}, true, 0}};
   for (const Case& c : cases) {
+    SCOPED_TRACE("L=" + std::to_string(c.s.L) + " S=" + std::to_string(c.s.S) + " E=" + std::to_string(c.s.E) +
+                 (c.causal ? " causal" : ""));
     Inputs in;
     make_inputs(c.s, dt, in);
     double scale = c.scale;
@@ -137,52 +103,58 @@ TEST_P(CudaAttention, EfficientWithAdditiveBiasAndBoolMask) {
   const DType dt = GetParam();
   auto eff = shim<decltype(&aoti_torch_cuda__scaled_dot_product_efficient_attention)>(
       "aoti_torch_cuda__scaled_dot_product_efficient_attention");
-  const Shape s{2, 2, 2, 37, 50, 32, 32};
-  Inputs in;
-  make_inputs(s, dt, in, false);
-  // Additive bias [B, 1, L, S] (broadcast over heads), in the query's dtype.
-  const auto bias = rounded(random_values(static_cast<size_t>(s.B * s.L * s.S), 71), dt);
-  std::vector<float> dense_bias(static_cast<size_t>(s.B * s.Hq * s.L * s.S));
-  for (int64_t b = 0; b < s.B; ++b)
-    for (int64_t h = 0; h < s.Hq; ++h)
-      for (int64_t i = 0; i < s.L * s.S; ++i) dense_bias[(b * s.Hq + h) * s.L * s.S + i] = bias[b * s.L * s.S + i];
-  Handle hbias(device_tensor(bias, {s.B, 1, s.L, s.S}, dt));
-  AtenTensorHandle bias_handle = hbias.h;
-  for (bool causal : {false, true}) {
+  // The second shape runs the tensor-core kernel for float16/bfloat16 (on sm_80+).
+  for (const Shape& s : {Shape{2, 2, 2, 37, 50, 32, 32}, Shape{1, 4, 2, 100, 130, 64, 64}}) {
+    SCOPED_TRACE("E=" + std::to_string(s.E) + " L=" + std::to_string(s.L) + " S=" + std::to_string(s.S));
+    const double scale = 1.0 / std::sqrt(double(s.E));
+    const int64_t lse_len = (s.L + 31) / 32 * 32;
+    Inputs in;
+    make_inputs(s, dt, in, false);
+    // Additive bias [B, 1, L, S] (broadcast over heads), in the query's dtype.
+    const auto bias = rounded(random_values(static_cast<size_t>(s.B * s.L * s.S), 71), dt);
+    std::vector<float> dense_bias(static_cast<size_t>(s.B * s.Hq * s.L * s.S));
+    for (int64_t b = 0; b < s.B; ++b)
+      for (int64_t h = 0; h < s.Hq; ++h)
+        for (int64_t i = 0; i < s.L * s.S; ++i) dense_bias[(b * s.Hq + h) * s.L * s.S + i] = bias[b * s.L * s.S + i];
+    Handle hbias(device_tensor(bias, {s.B, 1, s.L, s.S}, dt));
+    AtenTensorHandle bias_handle = hbias.h;
+    for (bool causal : {false, true}) {
+      AtenTensorHandle r[4] = {};
+      ASSERT_EQ(eff(in.hq, in.hk, in.hv, &bias_handle, 1, 0.0, causal ? 1 : 0, nullptr, &r[0], &r[1], &r[2], &r[3]),
+                0)
+          << kiln::last_error_message();
+      Handle out(r[0]), lse(r[1]), seed(r[2]), off(r[3]);
+      std::vector<float> want, want_lse;
+      ref_attention(s, in.q, in.k, in.v, dense_bias, causal, scale, want, want_lse);
+      expect_close(host_values(out), want, tolerance(dt), causal ? "efficient + bias, causal" : "efficient + bias");
+      // ATen's layout: [B, L, H, Ev] memory; logsumexp rows padded to 32.
+      EXPECT_EQ(strides_of(out), (std::vector<int64_t>{s.L * s.Hq * s.Ev, s.Ev, s.Hq * s.Ev, 1}));
+      EXPECT_EQ(sizes_of(lse), (std::vector<int64_t>{s.B, s.Hq, lse_len}));
+      const auto got_lse = host_values(lse);
+      std::vector<float> got_head;
+      for (int64_t bh = 0; bh < s.B * s.Hq; ++bh)
+        for (int64_t i = 0; i < s.L; ++i) got_head.push_back(got_lse[bh * lse_len + i]);
+      expect_close(got_head, want_lse, 1e-4, "efficient logsumexp");
+    }
+    // Boolean keep-mask [L, S] (broadcast over batch and heads), with one fully
+    // masked row, which comes out as zeros.
+    std::vector<float> mask(static_cast<size_t>(s.L * s.S));
+    for (int64_t i = 0; i < s.L; ++i)
+      for (int64_t j = 0; j < s.S; ++j) mask[i * s.S + j] = (i != 5 && (i + 2 * j) % 3 != 0) ? 1.0f : 0.0f;
+    std::vector<float> dense_mask(static_cast<size_t>(s.B * s.Hq * s.L * s.S));
+    for (size_t i = 0; i < dense_mask.size(); ++i)
+      dense_mask[i] = mask[i % mask.size()] != 0.0f ? 0.0f : -INFINITY;
+    Handle hmask(device_tensor(mask, {s.L, s.S}, DType::Bool));
+    AtenTensorHandle mask_handle = hmask.h;
     AtenTensorHandle r[4] = {};
-    ASSERT_EQ(eff(in.hq, in.hk, in.hv, &bias_handle, 1, 0.0, causal ? 1 : 0, nullptr, &r[0], &r[1], &r[2], &r[3]), 0)
+    ASSERT_EQ(eff(in.hq, in.hk, in.hv, &mask_handle, 0, 0.0, 0, nullptr, &r[0], &r[1], &r[2], &r[3]), 0)
         << kiln::last_error_message();
     Handle out(r[0]), lse(r[1]), seed(r[2]), off(r[3]);
     std::vector<float> want, want_lse;
-    ref_attention(s, in.q, in.k, in.v, dense_bias, causal, 1.0 / std::sqrt(32.0), want, want_lse);
-    expect_close(host_values(out), want, tolerance(dt), causal ? "efficient + bias, causal" : "efficient + bias");
-    // ATen's layout: [B, L, H, Ev] memory; logsumexp rows padded to 32.
-    EXPECT_EQ(strides_of(out), (std::vector<int64_t>{s.L * s.Hq * s.Ev, s.Ev, s.Hq * s.Ev, 1}));
-    EXPECT_EQ(sizes_of(lse), (std::vector<int64_t>{s.B, s.Hq, 64}));
-    const auto got_lse = host_values(lse);
-    std::vector<float> got_head;
-    for (int64_t bh = 0; bh < s.B * s.Hq; ++bh)
-      for (int64_t i = 0; i < s.L; ++i) got_head.push_back(got_lse[bh * 64 + i]);
-    expect_close(got_head, want_lse, 1e-4, "efficient logsumexp");
+    ref_attention(s, in.q, in.k, in.v, dense_mask, false, scale, want, want_lse);
+    expect_close(host_values(out), want, tolerance(dt), "efficient + bool mask");
+    EXPECT_EQ(sizes_of(lse), (std::vector<int64_t>{s.B, s.Hq, 0})) << "no logsumexp without compute_log_sumexp";
   }
-  // Boolean keep-mask [L, S] (broadcast over batch and heads), with one fully
-  // masked row, which comes out as zeros.
-  std::vector<float> mask(static_cast<size_t>(s.L * s.S));
-  for (int64_t i = 0; i < s.L; ++i)
-    for (int64_t j = 0; j < s.S; ++j) mask[i * s.S + j] = (i != 5 && (i + 2 * j) % 3 != 0) ? 1.0f : 0.0f;
-  std::vector<float> dense_mask(static_cast<size_t>(s.B * s.Hq * s.L * s.S));
-  for (size_t i = 0; i < dense_mask.size(); ++i)
-    dense_mask[i] = mask[i % mask.size()] != 0.0f ? 0.0f : -INFINITY;
-  Handle hmask(device_tensor(mask, {s.L, s.S}, DType::Bool));
-  AtenTensorHandle mask_handle = hmask.h;
-  AtenTensorHandle r[4] = {};
-  ASSERT_EQ(eff(in.hq, in.hk, in.hv, &mask_handle, 0, 0.0, 0, nullptr, &r[0], &r[1], &r[2], &r[3]), 0)
-      << kiln::last_error_message();
-  Handle out(r[0]), lse(r[1]), seed(r[2]), off(r[3]);
-  std::vector<float> want, want_lse;
-  ref_attention(s, in.q, in.k, in.v, dense_mask, false, 1.0 / std::sqrt(32.0), want, want_lse);
-  expect_close(host_values(out), want, tolerance(dt), "efficient + bool mask");
-  EXPECT_EQ(sizes_of(lse), (std::vector<int64_t>{s.B, s.Hq, 0})) << "no logsumexp without compute_log_sumexp";
 }
 
 TEST_P(CudaAttention, CudnnVariantLayoutsAndValueHeadDim) {

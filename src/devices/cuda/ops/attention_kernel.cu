@@ -7,6 +7,7 @@
 
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/ops/attention_kernel.h"
+#include "devices/cuda/ops/attention_mma_kernel.h"
 
 namespace kiln::cudadev {
 namespace {
@@ -487,16 +488,21 @@ Error launch_for_type(const AttentionParams& p, const AttentionPlan& plan, void*
 
 }  // namespace
 
-AttentionPlan plan_attention(const AttentionParams& p, int sm_count) {
-  AttentionPlan plan;  // the tiled kernel unless the split path is clearly better
+AttentionPlan plan_attention(const AttentionParams& p, int sm_count, bool tensor_cores) {
+  AttentionPlan plan;  // the tiled kernel unless another one is clearly better
   if (p.B <= 0 || p.Hq <= 0 || p.Hk <= 0 || p.Hq % p.Hk != 0 || p.L <= 0 || p.S < 0 || p.Ev <= 0 ||
       p.E > kMaxAttentionHeadDim || p.Ev > kMaxAttentionHeadDim || sm_count <= 0)
     return plan;
   // Split only when the query is short and the tiled grid cannot give every
   // multiprocessor two blocks; then aim the split grid at that many blocks.
+  // Otherwise the tensor-core kernel when it can take the call: its 64-row
+  // query tiles do the tiled kernel's work on tensor cores.
   const int64_t target_blocks = 2 * static_cast<int64_t>(sm_count);
   const int64_t tiled_blocks = ceil_div(p.L, kBlockM) * p.B * p.Hq;
-  if (p.L > kSplitMaxQueryLen || tiled_blocks >= target_blocks) return plan;
+  if (p.L > kSplitMaxQueryLen || tiled_blocks >= target_blocks) {
+    plan.tensor_core = tensor_cores && mma_attention_unsupported(p) == nullptr;
+    return plan;
+  }
   const int64_t keys = visible_keys(p);
   const int64_t base_blocks = p.B * p.Hk * split_row_tiles(p);
   int64_t splits = ceil_div(target_blocks, base_blocks);
@@ -527,6 +533,11 @@ Error launch_attention(const AttentionParams& p, const AttentionPlan& plan, void
   if (p.Hk <= 0 || p.Hq % p.Hk != 0)
     return set_error(Error::InvalidArgument, "query heads " + std::to_string(p.Hq) +
                                                  " are not a multiple of key/value heads " + std::to_string(p.Hk));
+  if (plan.tensor_core) {
+    if (plan.splits != 0)
+      return set_error(Error::InvalidArgument, "attention plan asks for both the tensor-core and the split-KV kernel");
+    return launch_mma_attention(p, stream);  // re-checks that the call fits the kernel
+  }
   if (plan.splits < 0 || plan.splits > kMaxSplits || (plan.splits >= 1 && plan.chunk <= 0) ||
       (plan.splits > 1 && workspace == nullptr) || (plan.splits >= 1 && plan.chunk * plan.splits < visible_keys(p)))
     return set_error(Error::InvalidArgument, "attention plan (" + std::to_string(plan.splits) + " splits of " +

@@ -8,14 +8,17 @@
 //
 // Fully masked query rows produce zeros and a logsumexp of -inf.
 //
-// Two kernels share these semantics. The tiled one gives each block 16 query
-// rows of one (batch, head) and walks all keys. For short queries (decode)
-// that grid is far too small to fill the GPU, so a split-KV ("flash
-// decoding") path cuts the key range into chunks handled by separate blocks,
-// whose warps split the chunk's keys among themselves; each block leaves an
-// un-normalised partial result (row max, row sum, fp32 accumulator) in a
-// workspace and a small second kernel merges the chunks. plan_attention
-// chooses between them and sizes the workspace.
+// Three kernels share these semantics. The tiled one gives each block 16
+// query rows of one (batch, head) and walks all keys with scalar FMA math; it
+// takes every dtype and head dim. For short queries (decode) that grid is far
+// too small to fill the GPU, so a split-KV ("flash decoding") path cuts the
+// key range into chunks handled by separate blocks, whose warps split the
+// chunk's keys among themselves; each block leaves an un-normalised partial
+// result (row max, row sum, fp32 accumulator) in a workspace and a small
+// second kernel merges the chunks. For everything else in float16/bfloat16
+// with head dim 64 or 128 on sm_80+, a tensor-core kernel
+// (attention_mma_kernel.h) does the work of the tiled one several times
+// faster. plan_attention chooses among them and sizes the workspace.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -48,14 +51,18 @@ struct AttentionParams {
 
 /// How one attention call runs (from plan_attention).
 struct AttentionPlan {
+  bool tensor_core = false;    ///< the tensor-core kernel (then splits is 0)
   int64_t splits = 0;          ///< 0: the tiled kernel; >= 1: split-KV over this many key chunks
   int64_t chunk = 0;           ///< keys per chunk (split-KV only)
   size_t workspace_bytes = 0;  ///< device scratch launch_attention needs (0 when splits <= 1)
 };
 
-/// Picks the kernel for `params` on a device with `sm_count` multiprocessors.
+/// Picks the kernel for `params` on a device with `sm_count` multiprocessors:
+/// split-KV for short queries on a small grid; otherwise the tensor-core
+/// kernel when `tensor_cores` (mma_attention_available for the device) and
+/// the call fits it (mma_attention_unsupported); otherwise the tiled kernel.
 /// Pure host arithmetic (no CUDA calls).
-AttentionPlan plan_attention(const AttentionParams& params, int sm_count);
+AttentionPlan plan_attention(const AttentionParams& params, int sm_count, bool tensor_cores);
 
 /// Validates the parameters and launches on `stream` (asynchronous).
 /// `workspace` must hold plan.workspace_bytes of device memory usable on

@@ -15,6 +15,7 @@
 #include "devices/cuda/cuda_shim_abi.h"
 #include "devices/cuda/cuda_thread_state.h"
 #include "devices/cuda/ops/attention_kernel.h"
+#include "devices/cuda/ops/attention_mma_kernel.h"
 #include "devices/cuda/tensor_ref.h"
 
 using namespace kiln;
@@ -157,7 +158,8 @@ Error run_sdpa(const Sdpa& s, bool causal, const TensorRef& out, float* lse, con
   const cudaStream_t stream = current_stream(device);
   int sm_count = 0;
   KILN_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  const AttentionPlan plan = plan_attention(p, sm_count);
+  KILN_ASSIGN_OR_RETURN(const bool tensor_cores, mma_attention_available(device));
+  const AttentionPlan plan = plan_attention(p, sm_count, tensor_cores);
   // Split-KV scratch (partial results per key chunk): from the caching
   // allocator on the op's stream, so freeing it at scope exit is ordered
   // after the kernels queued below.
