@@ -66,15 +66,33 @@ Result<void*> CudaDevice::pool_for(int index) {
 Result<void*> CudaDevice::allocate(size_t nbytes, int index, StreamHandle stream) {
   KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
   if (CaptureArena* arena = active_capture_arena()) return arena->allocate(nbytes);
+  auto s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(device);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (void* ptr = reusable_.take(device, s, nbytes)) {
+      blocks_[ptr] = Block{nbytes, device};
+      Counters& c = counters_[device];
+      c.in_use += nbytes;
+      c.count += 1;
+      if (c.in_use > c.peak) c.peak = c.in_use;
+      return ptr;
+    }
+  }
   ScopedDevice scoped(device);
   KILN_RETURN_IF_ERROR(scoped.status());
   KILN_ASSIGN_OR_RETURN(void* pool_ptr, pool_for(device));
   auto pool = static_cast<cudaMemPool_t>(pool_ptr);
-  auto s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(device);
   void* ptr = nullptr;
   cudaError_t status = cudaMallocFromPoolAsync(&ptr, nbytes, pool, s);
   if (status == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();
+    // Blocks kept for reuse (of other sizes or streams) go back to the pool first.
+    std::vector<StreamBlockCache::Entry> drained;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      drained = reusable_.drain_device(device);
+    }
+    free_drained(drained);
     // Frees still pending on other streams become reusable once they complete:
     // wait for the device and try once more, unless the stream is being
     // captured into a graph (synchronising would invalidate the capture).
@@ -121,9 +139,13 @@ void CudaDevice::free(void* ptr, int index, StreamHandle stream) noexcept {
     c.in_use -= block.nbytes;
     c.count -= 1;
   }
+  auto s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(block.device);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (own_streams_.count(s) && reusable_.keep(block.device, s, ptr, block.nbytes)) return;
+  }
   ScopedDevice scoped(block.device);
   if (scoped.status() != Error::Ok) return;
-  auto s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(block.device);
   const cudaError_t status = cudaFreeAsync(ptr, s);
   if (status != cudaSuccess) {
     // At process exit the driver may already be gone; nothing useful to do.
@@ -171,13 +193,38 @@ Result<StreamHandle> CudaDevice::create_stream(int index) {
   cudaStream_t stream = nullptr;
   KILN_RETURN_IF_ERROR(cuda_status(cudaStreamCreateWithFlags(&stream, cudaStreamDefault),
                                    "cudaStreamCreate on CUDA device " + std::to_string(device)));
+  try {
+    std::lock_guard<std::mutex> lock(mutex_);
+    own_streams_.insert(stream);
+  } catch (...) {
+    // Out of host memory: the stream works, its frees are just not kept for reuse.
+  }
   return static_cast<StreamHandle>(stream);
+}
+
+void CudaDevice::free_drained(const std::vector<StreamBlockCache::Entry>& drained) noexcept {
+  for (const StreamBlockCache::Entry& e : drained) {
+    ScopedDevice scoped(e.device);
+    if (cudaFreeAsync(e.ptr, static_cast<cudaStream_t>(e.stream)) != cudaSuccess) (void)cudaGetLastError();
+  }
 }
 
 void CudaDevice::destroy_stream(int index, StreamHandle stream) noexcept {
   if (stream == nullptr) return;
   auto device = resolve_device(index);
   if (!device.ok()) return;
+  // Its kept blocks are freed on it, in order after its work, before it goes.
+  std::vector<StreamBlockCache::Entry> drained;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    own_streams_.erase(stream);
+    try {
+      drained = reusable_.drain_stream(stream);
+    } catch (...) {
+      // Out of host memory: those blocks stay in the pool, unused, until exit.
+    }
+  }
+  free_drained(drained);
   ScopedDevice scoped(*device);
   const cudaError_t status = cudaStreamDestroy(static_cast<cudaStream_t>(stream));
   if (status != cudaSuccess) {
@@ -296,6 +343,12 @@ Error CudaDevice::release_cached(int index) {
     if (it != pools_.end()) pool = it->second;
   }
   if (pool == nullptr) return Error::Ok;
+  std::vector<StreamBlockCache::Entry> drained;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    drained = reusable_.drain_device(index);
+  }
+  free_drained(drained);
   ScopedDevice scoped(index);
   KILN_RETURN_IF_ERROR(scoped.status());
   KILN_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());

@@ -1,6 +1,8 @@
 // CUDA device: a stream-ordered caching allocator (cudaMallocFromPoolAsync on
 // one memory pool per GPU that keeps freed memory: release threshold
-// UINT64_MAX), copies with cudaMemcpyAsync, and the strided copy kernel.
+// UINT64_MAX) with blocks freed on Kiln's own streams kept for those streams'
+// next runs (stream_block_cache.h), copies with cudaMemcpyAsync, and the
+// strided copy kernel.
 //
 // Streams: a null StreamHandle means the calling thread's current stream on
 // that device (cuda_thread_state.h), so memory that kiln::Tensor allocates
@@ -16,7 +18,10 @@
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
+#include "devices/cuda/stream_block_cache.h"
 #include "kiln/device_interface.h"
 
 namespace kiln::cudadev {
@@ -96,8 +101,19 @@ class CudaDevice final : public DeviceInterface {
     uint64_t peak = 0;
     uint64_t count = 0;
   };
+  // Frees the blocks handed back by StreamBlockCache::drain_*, each on its stream.
+  static void free_drained(const std::vector<StreamBlockCache::Entry>& drained) noexcept;
+
   std::mutex mutex_;
   std::unordered_map<void*, Block> blocks_;
+  // Blocks freed on Kiln's own streams, for their next run (stream_block_cache.h).
+  // Only streams Kiln created: it orders all their work and drains their blocks
+  // before destroying them, while a caller's stream may be captured into the
+  // caller's graph or destroyed behind Kiln's back.
+  StreamBlockCache reusable_{kReusableBytesPerDevice, kReusableBlocksPerSize};
+  std::unordered_set<void*> own_streams_;
+  static constexpr uint64_t kReusableBytesPerDevice = uint64_t{2} << 30;
+  static constexpr size_t kReusableBlocksPerSize = 64;
   std::unordered_map<int, void*> pools_;  // cudaMemPool_t per device
   std::unordered_map<int, Counters> counters_;
 };
