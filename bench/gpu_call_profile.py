@@ -1,0 +1,158 @@
+"""Where one call's time goes, engine by engine, for a model bench/gpu-bench exported.
+
+For Kiln (each stream policy, with and without CUDA graphs) and PyTorch's AOTI loader
+on the model's headline input:
+  * event ms: the bench's own per-call measure (CUDA events around one call, then sync);
+  * host us: wall time of the call on the host;
+  * pipelined ms: mean over 200 calls issued back to back with one sync at the end
+    (what a serving loop that does not wait per call sees);
+  * the CUDA API calls each call makes (torch.profiler with CUPTI records those of
+    every library in the process, Kiln's included), per call;
+  * the Python functions that take the host time (cProfile), for Kiln.
+Run it on the GPU machine after `bench/gpu-bench --phase export --models NAME`, in the
+environment bench/gpu-bench sets up (scripts/gpu-env.sh, the libstdc++ preload):
+    source scripts/gpu-env.sh build-cuda
+    LD_PRELOAD=/lib/x86_64-linux-gnu/libstdc++.so.6 python3 bench/gpu_call_profile.py \
+        --model transformer_block [--workdir build-bench/cuda] [--details]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpu_bench  # noqa: E402
+import gpu_bench_models as models  # noqa: E402
+
+
+def event_ms(fn, iters=50) -> float:
+    samples = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end))
+    return statistics.median(samples)
+
+
+def host_us(fn, iters=50) -> float:
+    samples = []
+    for _ in range(iters):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t) * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(samples)
+
+
+def pipelined_ms(fn, calls=200) -> float:
+    torch.cuda.synchronize()
+    t = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - t) * 1e3 / calls
+
+
+def cuda_api_per_call(fn, calls=20) -> str:
+    from torch.profiler import ProfilerActivity, profile
+
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    rows = []
+    for e in prof.key_averages():
+        name = e.key
+        if not (name.startswith("cuda") or name.startswith("cu")) and e.device_type.name != "CUDA":
+            continue
+        device_us = getattr(e, "device_time_total", getattr(e, "cuda_time_total", 0)) / calls
+        rows.append((e.self_cpu_time_total / calls, device_us, e.count / calls, name[:70]))
+    rows.sort(reverse=True)
+    lines = [f"    {'host us/call':>12} {'GPU us/call':>11} {'n/call':>7}  name"]
+    lines += [f"    {h:12.1f} {d:11.1f} {n:7.1f}  {name}" for h, d, n, name in rows[:18]]
+    return "\n".join(lines)
+
+
+def python_profile(fn, calls=200) -> str:
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        fn()
+    prof.disable()
+    torch.cuda.synchronize()
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(10)
+    return "\n".join("    " + line for line in text.getvalue().splitlines() if line.strip())[:3000]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", default="transformer_block")
+    ap.add_argument("--workdir", default="build-bench/cuda")
+    ap.add_argument("--dtype", default="bf16")
+    ap.add_argument("--details", action="store_true", help="also print CUDA API and Python profiles")
+    args = ap.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    paths = gpu_bench.paths_for(Path(args.workdir), args.model)
+    bm = models.MODELS[args.model](gpu_bench.DTYPES[args.dtype], torch.device("cuda"), False)
+    torch.manual_seed(1234)
+    point = next(p for p in bm.points if p.label == bm.headline[0])
+    inputs = list(point.inputs())
+    print(f"{args.model} {point.label}: {len(inputs)} inputs, {torch.cuda.get_device_name()}")
+
+    bench_args = argparse.Namespace(device="cuda", kiln_stream="per_method", kiln_verify_weights=False)
+    kcuda_holder = []
+
+    def kcuda():
+        if not kcuda_holder:
+            kcuda_holder.append(gpu_bench.KilnCuda())
+        return kcuda_holder[0]
+
+    variants = []
+    for stream in ("per_method", "caller"):
+        for graphs in (False, True):
+            variants.append((f"kiln {stream}{' graphs' if graphs else ''}", stream, graphs))
+    variants.append(("aoti loader", None, False))
+    print(f"{'engine':24s} {'event ms':>9} {'host us':>9} {'pipelined ms':>13}")
+    for label, stream, graphs in variants:
+        if stream is None:
+            engine = gpu_bench.AotiEngine(paths["pt2"], {"pt2_done": paths["pt2"].exists()})
+        else:
+            bench_args.kiln_stream = stream
+            engine = gpu_bench.KilnEngine(paths["kiln"], bench_args, graphs, kcuda)
+
+        def call():
+            return engine.call(inputs)
+
+        for _ in range(10):
+            call()
+        torch.cuda.synchronize()
+        print(f"{label:24s} {event_ms(call):9.3f} {host_us(call):9.1f} {pipelined_ms(call):13.3f}", flush=True)
+        if args.details and not graphs:
+            try:
+                print(cuda_api_per_call(call))
+                if stream is not None:
+                    print(python_profile(call))
+            except Exception as e:  # a profiler problem must not hide the timings
+                print(f"    profile failed: {type(e).__name__}: {e}")
+        engine.close()
+        torch.cuda.synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
