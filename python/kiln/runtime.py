@@ -342,10 +342,36 @@ def _dlpack_source(obj: Any) -> Any:
     return np.ascontiguousarray(obj)
 
 
-def _to_kiln_tensor(lib: ctypes.CDLL, obj: Any) -> ctypes.c_void_p:
+class _StreamCheck:
+    """Whether a CUDA torch input may skip the DLPack protocol's stream handling, asked
+    once per call. ``Tensor.__dlpack__()`` orders the legacy default stream after the
+    caller's current stream, which is a no-op when the current stream is that default
+    stream (the common case) and costs two stream queries and a comparison per tensor
+    either way; the capsule from ``torch.utils.dlpack.to_dlpack`` is the same without them."""
+
+    def __init__(self):
+        self._direct: dict[Any, bool] = {}
+
+    def direct(self, tensor) -> bool:
+        device = tensor.device
+        if device.type != "cuda":
+            return True
+        if device not in self._direct:
+            import torch
+
+            self._direct[device] = torch.cuda.current_stream(device) == torch.cuda.default_stream(device)
+        return self._direct[device]
+
+
+def _to_kiln_tensor(lib: ctypes.CDLL, obj: Any, streams: _StreamCheck | None = None) -> ctypes.c_void_p:
     """A new kiln_tensor_t sharing ``obj``'s memory (caller frees with kiln_tensor_free)."""
     source = _dlpack_source(obj)
-    capsule = source.__dlpack__()
+    if streams is not None and _is_torch_tensor(source) and streams.direct(source):
+        import torch.utils.dlpack
+
+        capsule = torch.utils.dlpack.to_dlpack(source)
+    else:
+        capsule = source.__dlpack__()
     managed = _dlpack.capsule_pointer(capsule, _dlpack.CAPSULE_NAME)
     handle = _P()
     _check(lib.kiln_tensor_from_dlpack(managed, ctypes.byref(handle)))
@@ -406,14 +432,16 @@ def _from_kiln_tensor(lib: ctypes.CDLL, handle: ctypes.c_void_p, output: str) ->
             raise TypeError(f"numpy has no {_NOT_IN_NUMPY[dtype.value]} dtype; use output='torch' for this method")
     managed = _P()
     _check(lib.kiln_tensor_to_dlpack(handle, ctypes.byref(managed)))
-    export = _KilnDLPackExport(managed.value)
     if output == "numpy":
         import numpy as np
 
-        return np.from_dlpack(export)
-    import torch
+        return np.from_dlpack(_KilnDLPackExport(managed.value))
+    import torch.utils.dlpack
 
-    return torch.from_dlpack(export)
+    # A capsule, not the protocol object: torch then skips its stream queries, which
+    # Kiln's outputs do not need (ready when execute returns, or ordered on the caller's
+    # stream). Unconsumed, the capsule's destructor frees the tensor.
+    return torch.utils.dlpack.from_dlpack(_dlpack.new_unversioned_capsule(managed.value))
 
 
 # ---- module ---------------------------------------------------------------------------------
@@ -512,9 +540,10 @@ class Module:
             raise ValueError(f"output must be 'numpy' or 'torch', got {output!r}")
         lib = self._lib
         handles: list[ctypes.c_void_p] = []
+        streams = _StreamCheck()
         try:
             for obj in inputs:
-                handles.append(_to_kiln_tensor(lib, obj))
+                handles.append(_to_kiln_tensor(lib, obj, streams))
             array = (_P * max(len(handles), 1))(*handles)
             outputs = ctypes.POINTER(_P)()
             n_outputs = _SIZE()
