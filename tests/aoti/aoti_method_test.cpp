@@ -100,16 +100,20 @@ TEST(AotiMethod, UnknownOptionFailsLoadAndKeepsTheModuleUnloaded) {
 // output offset is LiveCount - 1 = 0); after 1000 load/unload cycles nothing
 // has accumulated: descriptors, mappings and resident memory stay flat. If
 // dlclose did not really unload (GNU-unique symbols), the mappings would grow.
+// One load / execute / unload of a fake model program with scale 2: y[1] must be
+// 4 (offset 0: a fresh library instance each time).
+void load_run_unload(const std::string& path) {
+  std::vector<float> x = {1, 2};
+  Module module(path);
+  ASSERT_EQ(module.load_method("forward"), Error::Ok) << last_error_message();
+  auto out = module.forward({vector_tensor(x)});
+  ASSERT_TRUE(out.ok()) << last_error_message();
+  ASSERT_EQ((*out)[0].data<float>()[1], 4.0f);
+}
+
 TEST(AotiMethod, AThousandLoadUnloadCyclesLeaveNothingBehind) {
   auto path = write_program(KILN_FAKE_MODEL_PATH, 2.0f, "fake-cycles");
-  std::vector<float> x = {1, 2};
-  auto cycle = [&] {
-    Module module(path);
-    ASSERT_EQ(module.load_method("forward"), Error::Ok) << last_error_message();
-    auto out = module.forward({vector_tensor(x)});
-    ASSERT_TRUE(out.ok()) << last_error_message();
-    ASSERT_EQ((*out)[0].data<float>()[1], 4.0f);  // offset 0: a fresh library each time
-  };
+  auto cycle = [&] { load_run_unload(path); };
   for (int i = 0; i < 10; ++i) cycle();  // warm up allocator caches
   const size_t fds = open_descriptors(), maps = mapped_regions(), rss = resident_kib();
   for (int i = 0; i < 1000; ++i) cycle();
@@ -126,14 +130,7 @@ TEST(AotiMethod, AThousandLoadUnloadCyclesLeaveNothingBehind) {
 // 72 KiB-per-cycle hold cannot hide in the allocator's caching.
 TEST(AotiMethod, LibraryWithItsOwnLibstdcxxGivesItsHeapBackOnUnload) {
   auto path = write_program(KILN_FAKE_MODEL_STATIC_LIBSTDCXX_PATH, 2.0f, "fake-static-libstdcxx");
-  std::vector<float> x = {1, 2};
-  auto cycle = [&] {
-    Module module(path);
-    ASSERT_EQ(module.load_method("forward"), Error::Ok) << last_error_message();
-    auto out = module.forward({vector_tensor(x)});
-    ASSERT_TRUE(out.ok()) << last_error_message();
-    ASSERT_EQ((*out)[0].data<float>()[1], 4.0f);
-  };
+  auto cycle = [&] { load_run_unload(path); };
   for (int i = 0; i < 5; ++i) cycle();
   const size_t maps = mapped_regions(), heap = heap_in_use_bytes();
   constexpr int kCycles = 100;

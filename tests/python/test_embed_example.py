@@ -25,18 +25,11 @@ _cli = os.environ.get("KILN_CLI")
 RUNNER = os.environ.get("KILN_EMBED", str(Path(_cli).parent / "kiln-embed") if _cli else str(REPO / "build" / "kiln-embed"))
 
 # Sentences for the end-to-end comparison: punctuation, casing, accents, numbers, a sentence longer
-# than the 256-token limit (truncated the same way on both sides), CJK, and a near-duplicate pair.
-EMBED_SENTENCES = [
-    "A man is eating food.",
-    "A MAN is Eating FOOD!!!",
-    "The girl is carrying a baby.",
-    "Café déjà vu: naïve résumé, façade & Ångström (São Paulo, Zürich).",
-    "Order #4521 shipped on 2024-03-15 at 09:30 for $1,299.99 — 3.5% off.",
-    "Tokenization of unbelievably uncharacteristic antidisestablishmentarianism words.",
-    "東京は日本の首都です。 Hello, 世界!",
-    " ".join(["The long sentence keeps going with more and more words, numbers like 42 and 3.14,"] * 30),
-    "x",
-]
+# than the 256-token limit (truncated the same way on both sides), CJK, and a near-duplicate pair:
+# the first nine of the reference list the GPU check uses too.
+import st_reference  # noqa: E402  (examples/embed, on the path above)
+
+EMBED_SENTENCES = st_reference.SENTENCES[:9]
 
 # Broader list for the token-id comparison only (cheap: no model run).
 TOKENIZE_SENTENCES = EMBED_SENTENCES + [

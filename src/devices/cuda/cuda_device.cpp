@@ -70,11 +70,7 @@ Result<void*> CudaDevice::allocate(size_t nbytes, int index, StreamHandle stream
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (void* ptr = reusable_.take(device, s, nbytes)) {
-      blocks_[ptr] = Block{nbytes, device};
-      Counters& c = counters_[device];
-      c.in_use += nbytes;
-      c.count += 1;
-      if (c.in_use > c.peak) c.peak = c.in_use;
+      note_allocated(ptr, nbytes, device);
       return ptr;
     }
   }
@@ -112,12 +108,16 @@ Result<void*> CudaDevice::allocate(size_t nbytes, int index, StreamHandle stream
                                    " bytes in use by Kiln) failed");
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  note_allocated(ptr, nbytes, device);
+  return ptr;
+}
+
+void CudaDevice::note_allocated(void* ptr, size_t nbytes, int device) {
   blocks_[ptr] = Block{nbytes, device};
   Counters& c = counters_[device];
   c.in_use += nbytes;
   c.count += 1;
   if (c.in_use > c.peak) c.peak = c.in_use;
-  return ptr;
 }
 
 void CudaDevice::free(void* ptr, int index, StreamHandle stream) noexcept {

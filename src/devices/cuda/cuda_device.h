@@ -101,6 +101,8 @@ class CudaDevice final : public DeviceInterface {
     uint64_t peak = 0;
     uint64_t count = 0;
   };
+  // Records a block handed out (bookkeeping and counters); the caller holds mutex_.
+  void note_allocated(void* ptr, size_t nbytes, int device);
   // Frees the blocks handed back by StreamBlockCache::drain_*, each on its stream.
   static void free_drained(const std::vector<StreamBlockCache::Entry>& drained) noexcept;
 
