@@ -83,12 +83,7 @@ Result<void*> CudaDevice::allocate(size_t nbytes, int index, StreamHandle stream
   if (status == cudaErrorMemoryAllocation) {
     (void)cudaGetLastError();
     // Blocks kept for reuse (of other sizes or streams) go back to the pool first.
-    std::vector<StreamBlockCache::Entry> drained;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      drained = reusable_.drain_device(device);
-    }
-    free_drained(drained);
+    release_reusable(device);
     // Frees still pending on other streams become reusable once they complete:
     // wait for the device and try once more, unless the stream is being
     // captured into a graph (synchronising would invalidate the capture).
@@ -123,6 +118,7 @@ void CudaDevice::note_allocated(void* ptr, size_t nbytes, int device) {
 void CudaDevice::free(void* ptr, int index, StreamHandle stream) noexcept {
   if (ptr == nullptr) return;
   Block block{0, index};
+  cudaStream_t s = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = blocks_.find(ptr);
@@ -138,11 +134,12 @@ void CudaDevice::free(void* ptr, int index, StreamHandle stream) noexcept {
     Counters& c = counters_[block.device];
     c.in_use -= block.nbytes;
     c.count -= 1;
-  }
-  auto s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(block.device);
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (own_streams_.count(s) && reusable_.keep(block.device, s, ptr, block.nbytes)) return;
+    s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(block.device);
+    try {
+      if (own_streams_.count(s) && reusable_.keep(block.device, s, ptr, block.nbytes)) return;
+    } catch (...) {
+      // Out of host memory: freed to the pool below instead.
+    }
   }
   ScopedDevice scoped(block.device);
   if (scoped.status() != Error::Ok) return;
@@ -207,6 +204,19 @@ void CudaDevice::free_drained(const std::vector<StreamBlockCache::Entry>& draine
     ScopedDevice scoped(e.device);
     if (cudaFreeAsync(e.ptr, static_cast<cudaStream_t>(e.stream)) != cudaSuccess) (void)cudaGetLastError();
   }
+}
+
+void CudaDevice::release_reusable(int device) noexcept {
+  std::vector<StreamBlockCache::Entry> drained;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    try {
+      drained = reusable_.drain_device(device);
+    } catch (...) {
+      // Out of host memory: some blocks may stay allocated in the pool until exit.
+    }
+  }
+  free_drained(drained);
 }
 
 void CudaDevice::destroy_stream(int index, StreamHandle stream) noexcept {
@@ -343,12 +353,7 @@ Error CudaDevice::release_cached(int index) {
     if (it != pools_.end()) pool = it->second;
   }
   if (pool == nullptr) return Error::Ok;
-  std::vector<StreamBlockCache::Entry> drained;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    drained = reusable_.drain_device(index);
-  }
-  free_drained(drained);
+  release_reusable(index);
   ScopedDevice scoped(index);
   KILN_RETURN_IF_ERROR(scoped.status());
   KILN_CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());

@@ -105,6 +105,9 @@ class CudaDevice final : public DeviceInterface {
   void note_allocated(void* ptr, size_t nbytes, int device);
   // Frees the blocks handed back by StreamBlockCache::drain_*, each on its stream.
   static void free_drained(const std::vector<StreamBlockCache::Entry>& drained) noexcept;
+  // Frees every block of `device` kept for reuse (to trim, or before retrying
+  // an allocation that ran out of memory).
+  void release_reusable(int device) noexcept;
 
   std::mutex mutex_;
   std::unordered_map<void*, Block> blocks_;
