@@ -157,35 +157,8 @@ class Runner:
     # ---- models ------------------------------------------------------------------------------
 
     def models(self):
-        torch = self.torch
-        nn = torch.nn
-
-        class TwoOutputs(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc1 = nn.Linear(16, 32)
-                self.fc2 = nn.Linear(32, 8)
-
-            def forward(self, x, bias):
-                h = nn.functional.gelu(self.fc1(x))
-                return self.fc2(h) + bias, h.sum(dim=1)
-
-        class IntIndex(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.table = nn.Parameter(torch.randn(10, 6))
-
-            def forward(self, x, idx):
-                return torch.tanh(x @ self.table[idx].t()) * 2.0 + 1.0
-
-        class HalfMatmul(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.fc = nn.Linear(64, 128)  # addmm
-                self.proj = nn.Parameter(torch.randn(128, 32) / 11.0)  # mm
-
-            def forward(self, x):
-                return torch.relu(self.fc(x)) @ self.proj
+        sys.path.insert(0, str(REPO / "tests" / "python"))
+        from pt2_models import HalfMatmul, IntIndex, TwoOutputs
 
         return TwoOutputs, IntIndex, HalfMatmul
 

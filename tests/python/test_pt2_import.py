@@ -24,6 +24,7 @@ import pytest
 import torch
 
 from kiln.runtime import KilnError, Module
+from pt2_models import IntIndex, TwoOutputs
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = os.environ.get("KILN_CLI", str(REPO / "build" / "kiln"))
@@ -40,27 +41,6 @@ def run_cli(*args, timeout=300):
     if not Path(CLI).is_file():
         pytest.fail(f"kiln CLI not found at {CLI} (build it or set KILN_CLI)")
     return subprocess.run([CLI, *map(str, args)], capture_output=True, text=True, timeout=timeout)
-
-
-class TwoOutputs(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc1 = torch.nn.Linear(16, 32)
-        self.fc2 = torch.nn.Linear(32, 8)
-
-    def forward(self, x, bias):
-        h = torch.nn.functional.gelu(self.fc1(x))
-        y = self.fc2(h) + bias
-        return y, h.sum(dim=1)
-
-
-class IntIndex(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.table = torch.nn.Parameter(torch.randn(10, 6))
-
-    def forward(self, x, idx):
-        return torch.tanh(x @ self.table[idx].t())
 
 
 def _package(tmp_dir: Path, name: str, module, example, configs, dynamic_shapes=None) -> Path:
