@@ -279,35 +279,33 @@ def load_whisper(variables: dict[str, np.ndarray] | None = None) -> Whisper:
         sd[f"{dst}.weight"] = _t(v[f"{src}/gamma"])
         sd[f"{dst}.bias"] = _t(v[f"{src}/beta"])
 
+    def self_attention_and_mlp(dst, src):
+        """The parts encoder and decoder layers share: self-attention and the MLP."""
+        _zeros_bias_for_k(v[f"{src}/self_attention/linear_0/bias"], dim)
+        norm(f"{dst}.attn_ln", f"{src}/self_attention/layer_norm")
+        linear(f"{dst}.qkv", f"{src}/self_attention/linear_0")
+        linear(f"{dst}.attn.out", f"{src}/self_attention/linear_1")
+        norm(f"{dst}.mlp_ln", f"{src}/ffn/layer_norm")
+        linear(f"{dst}.fc1", f"{src}/ffn/linear_0")
+        linear(f"{dst}.fc2", f"{src}/ffn/linear_1")
+
     linear("encoder.conv1", "encoder/conv1")
     linear("encoder.conv2", "encoder/conv2")
     sd["encoder.positions"] = _t(v["encoder/position_encodings/encodings"])
     for i in range(enc_layers):
         src, dst = f"encoder/layer_{i}", f"encoder.layers.{i}"
-        _zeros_bias_for_k(v[f"{src}/self_attention/linear_0/bias"], dim)
-        norm(f"{dst}.attn_ln", f"{src}/self_attention/layer_norm")
-        linear(f"{dst}.qkv", f"{src}/self_attention/linear_0")
-        linear(f"{dst}.attn.out", f"{src}/self_attention/linear_1")
-        norm(f"{dst}.mlp_ln", f"{src}/ffn/layer_norm")
-        linear(f"{dst}.fc1", f"{src}/ffn/linear_0")
-        linear(f"{dst}.fc2", f"{src}/ffn/linear_1")
+        self_attention_and_mlp(dst, src)
     norm("encoder.ln_post", "encoder/layer_norm")
     sd["decoder.embed.weight"] = _t(v["decoder/embeddings/weight"])
     sd["decoder.positions"] = _t(v["decoder/position_encodings/encodings"])
     for i in range(dec_layers):
         src, dst = f"decoder/layer_{i}", f"decoder.layers.{i}"
-        _zeros_bias_for_k(v[f"{src}/self_attention/linear_0/bias"], dim)
+        self_attention_and_mlp(dst, src)
         _zeros_bias_for_k(v[f"{src}/attention/linear_1/bias"], dim)
-        norm(f"{dst}.attn_ln", f"{src}/self_attention/layer_norm")
-        linear(f"{dst}.qkv", f"{src}/self_attention/linear_0")
-        linear(f"{dst}.attn.out", f"{src}/self_attention/linear_1")
         norm(f"{dst}.cross_ln", f"{src}/attention/layer_norm")
         linear(f"{dst}.cross_q", f"{src}/attention/linear_0")
         linear(f"encoder.cross_kv.{i}", f"{src}/attention/linear_1")
         linear(f"{dst}.cross.out", f"{src}/attention/linear_2")
-        norm(f"{dst}.mlp_ln", f"{src}/ffn/layer_norm")
-        linear(f"{dst}.fc1", f"{src}/ffn/linear_0")
-        linear(f"{dst}.fc2", f"{src}/ffn/linear_1")
     norm("decoder.ln", "decoder/layer_norm")
     model.load_state_dict(sd, strict=True)
     return model.eval()
