@@ -165,13 +165,23 @@ def pad_token_ids(token_ids: list[list[int]], device: str | torch.device = "cpu"
 SOURCES = ("auto", "sentence-transformers", "transformers")
 
 
-def build_module(st_model=None, source: str = "auto") -> MiniLMEmbedder:
-    """The embedder module (eval mode, fp32, CPU) over the model's BERT: sentence-transformers'
-    own (st_model, or loaded here) or, with source "transformers" -- or "auto" where
-    sentence-transformers cannot be imported -- BertModel loaded by load_bert()."""
+def resolve_source(source: str) -> str:
+    """"sentence-transformers" or "transformers" for `source`; "auto" is sentence-transformers
+    where it can be imported."""
     if source not in SOURCES:
         raise ValueError(f"export_minilm: source {source!r} is not one of {SOURCES}")
-    if st_model is None and (source == "transformers" or (source == "auto" and not have_sentence_transformers())):
+    if source == "auto":
+        return "sentence-transformers" if have_sentence_transformers() else "transformers"
+    return source
+
+
+def build_module(st_model=None, source: str = "auto") -> MiniLMEmbedder:
+    """The embedder module (eval mode, fp32, CPU) over the model's BERT: sentence-transformers'
+    own (st_model, or loaded here) or, where resolve_source(source) is "transformers",
+    BertModel loaded by load_bert()."""
+    if source not in SOURCES:
+        raise ValueError(f"export_minilm: source {source!r} is not one of {SOURCES}")
+    if st_model is None and resolve_source(source) == "transformers":
         bert = load_bert()
     else:
         st_model = st_model if st_model is not None else load_sentence_transformer("cpu")
@@ -199,8 +209,7 @@ def export_program(out_dir: Path, device: str = "cpu", verbose: bool = True, sou
         raise RuntimeError("export_minilm: --device cuda needs a CUDA build of torch and a visible GPU")
     out_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    if source == "auto":
-        source = "sentence-transformers" if have_sentence_transformers() else "transformers"
+    source = resolve_source(source)
     module = build_module(source=source)
     if device == "cuda":
         module = module.to("cuda")
