@@ -136,7 +136,7 @@ void CudaDevice::free(void* ptr, int index, StreamHandle stream) noexcept {
     c.count -= 1;
     s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(block.device);
     try {
-      if (own_streams_.count(s) && reusable_.keep(block.device, s, ptr, block.nbytes)) return;
+      if (keeps_blocks_for(s) && reusable_.keep(block.device, s, ptr, block.nbytes)) return;
     } catch (...) {
       // Out of host memory: freed to the pool below instead.
     }
@@ -197,6 +197,19 @@ Result<StreamHandle> CudaDevice::create_stream(int index) {
     // Out of host memory: the stream works, its frees are just not kept for reuse.
   }
   return static_cast<StreamHandle>(stream);
+}
+
+// Streams Kiln created: it orders all their work and drains their blocks
+// before destroying them. The legacy default stream (a null handle in this
+// library, built without per-thread default streams, or cudaStreamLegacy):
+// one stream for the whole process, never destroyed and never captured, so a
+// block freed there by one thread is ordered before any later allocation's
+// work there from any thread. This is the stream a torch caller's work runs on
+// by default (stream=caller). Not other caller streams, which may be captured
+// into the caller's graph or destroyed behind Kiln's back, nor
+// cudaStreamPerThread, which names a different stream on each thread.
+bool CudaDevice::keeps_blocks_for(void* s) const {
+  return s == nullptr || s == static_cast<void*>(cudaStreamLegacy) || own_streams_.count(s) != 0;
 }
 
 void CudaDevice::free_drained(const std::vector<StreamBlockCache::Entry>& drained) noexcept {

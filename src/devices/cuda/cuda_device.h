@@ -111,10 +111,12 @@ class CudaDevice final : public DeviceInterface {
 
   std::mutex mutex_;
   std::unordered_map<void*, Block> blocks_;
-  // Blocks freed on Kiln's own streams, for their next run (stream_block_cache.h).
-  // Only streams Kiln created: it orders all their work and drains their blocks
-  // before destroying them, while a caller's stream may be captured into the
-  // caller's graph or destroyed behind Kiln's back.
+  // Whether blocks freed on `s` may wait in reusable_ for its next allocation;
+  // the caller holds mutex_. See the definition for which streams qualify.
+  bool keeps_blocks_for(void* s) const;
+
+  // Blocks freed on Kiln's own streams and on the legacy default stream, for
+  // their next run (stream_block_cache.h).
   StreamBlockCache reusable_{kReusableBytesPerDevice, kReusableBlocksPerSize};
   std::unordered_set<void*> own_streams_;
   static constexpr uint64_t kReusableBytesPerDevice = uint64_t{2} << 30;
