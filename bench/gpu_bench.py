@@ -842,8 +842,10 @@ def parse_args(argv=None):
     ap.add_argument("--engines", default=",".join(ENGINES + ("kiln_cli",)))
     ap.add_argument("--compile-mode", default="default",
                     help="torch.compile mode: default, max-autotune-no-cudagraphs, reduce-overhead, ...")
-    ap.add_argument("--kiln-stream", choices=("per_method", "shared", "caller"), default="per_method",
-                    help="Kiln's aoti stream option (caller: torch's current stream, via the CUDA plugin)")
+    ap.add_argument("--kiln-stream", choices=("per_method", "shared", "caller"), default="caller",
+                    help="Kiln's aoti stream option. Default caller: torch's current stream (set through the "
+                         "CUDA plugin), where the AOTI loader runs too; with Kiln's own streams (per_method, "
+                         "shared) each call waits for its stream before returning")
     ap.add_argument("--kiln-verify-weights", action="store_true",
                     help="Kiln checks the weights blob's SHA-256 at load (off by default: the loader checks none)")
     ap.add_argument("--cold-runs", type=int, default=3)

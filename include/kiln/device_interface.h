@@ -106,6 +106,14 @@ class KILN_API DeviceInterface {
   /// could not be captured; the message says why (an operation that is not
   /// allowed while capturing, such as a synchronisation or a host copy).
   virtual Result<GraphHandle> end_capture(int index, StreamHandle stream);
+  /// Whether begin_capture accepts `stream` (null: the calling thread's
+  /// current stream). CUDA's default streams cannot be recorded, but a graph
+  /// recorded on another stream may be replayed on them.
+  virtual bool stream_capturable(int index, StreamHandle stream) noexcept {
+    (void)index;
+    (void)stream;
+    return false;
+  }
   /// Queues one replay of `graph` on `stream`.
   virtual Error launch_graph(int index, GraphHandle graph, StreamHandle stream);
   /// Frees `graph` and its memory once queued replays are done (synchronises

@@ -371,9 +371,9 @@ Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) 
 
   if (graphs_) {
     std::lock_guard<std::mutex> lock(graph_mutex_);
-    auto run = [&](std::span<const Tensor> run_inputs) -> Result<std::vector<Tensor>> {
-      KILN_ASSIGN_OR_RETURN(std::vector<Tensor> staged, stage_inputs(run_inputs, stream));
-      return run_model(std::move(staged), stream);
+    auto run = [&](std::span<const Tensor> run_inputs, StreamHandle on) -> Result<std::vector<Tensor>> {
+      KILN_ASSIGN_OR_RETURN(std::vector<Tensor> staged, stage_inputs(run_inputs, on));
+      return run_model(std::move(staged), on);
     };
     auto outputs = graphs_->execute(inputs, stream, run);
     if (!outputs.ok()) {

@@ -20,6 +20,17 @@ GraphReplay::GraphReplay(DeviceInterface* device, Device where, size_t capacity,
 
 GraphReplay::~GraphReplay() {
   for (auto& [key, graph] : graphs_) drop(graph);
+  device_->destroy_stream(where_.index, recording_stream_);
+}
+
+Result<StreamHandle> GraphReplay::recording_stream_for(StreamHandle stream) {
+  if (device_->stream_capturable(where_.index, stream)) return stream;
+  if (!recording_stream_) {
+    auto created = device_->create_stream(where_.index);
+    if (!created.ok()) return set_error(created.error(), "creating a stream to record on: " + last_error_message());
+    recording_stream_ = *created;
+  }
+  return recording_stream_;
 }
 
 void GraphReplay::drop(Graph& graph) noexcept {
@@ -84,10 +95,13 @@ Result<GraphReplay::Graph> GraphReplay::record(std::span<const Tensor> inputs, S
     KILN_ASSIGN_OR_RETURN(Tensor buffer, device_buffer_like(t, stream, FreeOn::RunStream));
     graph.static_inputs.push_back(std::move(buffer));
   }
-  KILN_RETURN_IF_ERROR(device_->begin_capture(where_.index, stream));
-  auto outputs = run(graph.static_inputs);
+  // Nothing runs while recording, so the recording stream needs no ordering
+  // with `stream`: the replays are queued on `stream` itself.
+  KILN_ASSIGN_OR_RETURN(StreamHandle recording, recording_stream_for(stream));
+  KILN_RETURN_IF_ERROR(device_->begin_capture(where_.index, recording));
+  auto outputs = run(graph.static_inputs, recording);
   const std::string run_error = outputs.ok() ? std::string() : last_error_message();
-  auto handle = device_->end_capture(where_.index, stream);
+  auto handle = device_->end_capture(where_.index, recording);
   if (!outputs.ok()) {
     if (handle.ok()) device_->destroy_graph(where_.index, *handle);
     return set_error(outputs.error(), "the model failed while being recorded: " + run_error);
@@ -119,7 +133,7 @@ Result<std::vector<Tensor>> GraphReplay::execute(std::span<const Tensor> inputs,
   SignatureState& state = signatures_[key];
   if (state.eager_only || state.eager_runs < kWarmupRuns) {
     ++state.eager_runs;
-    return run(inputs);
+    return run(inputs, stream);
   }
 
   auto recorded = record(inputs, stream, run);
@@ -129,7 +143,7 @@ Result<std::vector<Tensor>> GraphReplay::execute(std::span<const Tensor> inputs,
     state.eager_only = true;
     KILN_LOG(Warning, label_ + ": running without a CUDA graph for input signature " + key +
                           ": capture failed: " + last_error_message());
-    return run(inputs);
+    return run(inputs, stream);
   }
   if (graphs_.size() >= capacity_) {
     const std::string oldest = recency_.back();

@@ -8,8 +8,14 @@
 // always fresh tensors, so a replay never overwrites what an earlier call
 // returned.
 //
+// The run's stream is recorded when the device allows it; a default stream
+// (which CUDA cannot record: stream=caller from a thread on the legacy default
+// stream, torch's usual case) is recorded through a side stream of the
+// replayer's own instead, and the graph is replayed on the run's stream, which
+// CUDA does allow.
+//
 // A signature whose recording fails (the model does something a graph cannot
-// hold, or the stream is the legacy default stream) is remembered and runs
+// hold) is remembered and runs
 // eagerly from then on; the reason is logged once as a warning. At most
 // `capacity` graphs are kept; the least recently used one is dropped first.
 //
@@ -36,8 +42,9 @@ namespace kiln::aoti {
 class GraphReplay {
  public:
   /// One eager run of the method (its input staging and single-threaded run)
-  /// on `inputs`, which may be on the host or on the method's device.
-  using RunFn = std::function<Result<std::vector<Tensor>>(std::span<const Tensor> inputs)>;
+  /// on `inputs`, which may be on the host or on the method's device, queued
+  /// on `stream`.
+  using RunFn = std::function<Result<std::vector<Tensor>>(std::span<const Tensor> inputs, StreamHandle stream)>;
 
   GraphReplay(DeviceInterface* device, Device where, size_t capacity, std::string method_label);
   ~GraphReplay();
@@ -75,6 +82,9 @@ class GraphReplay {
   // Records one run; on failure returns the reason (and nothing is kept).
   Result<Graph> record(std::span<const Tensor> inputs, StreamHandle stream, const RunFn& run);
   void drop(Graph& graph) noexcept;
+  // The stream a recording for a run on `stream` is made on: `stream` itself,
+  // or (when the device cannot record it) recording_stream_, made on first use.
+  Result<StreamHandle> recording_stream_for(StreamHandle stream);
 
   DeviceInterface* device_;
   Device where_;
@@ -83,6 +93,8 @@ class GraphReplay {
   std::map<std::string, Graph> graphs_;
   std::list<std::string> recency_;  // front: most recently used signature with a graph
   std::map<std::string, SignatureState> signatures_;
+  // Owned; destroyed after the graphs (null until a default stream is recorded).
+  StreamHandle recording_stream_ = nullptr;
 };
 
 }  // namespace kiln::aoti

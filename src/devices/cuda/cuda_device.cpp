@@ -297,6 +297,12 @@ Result<GraphHandle> CudaDevice::end_capture(int index, StreamHandle stream) {
   return static_cast<GraphHandle>(graph->release());
 }
 
+bool CudaDevice::stream_capturable(int index, StreamHandle stream) noexcept {
+  auto device = resolve_device(index);
+  if (!device.ok()) return false;
+  return is_capturable(stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(*device));
+}
+
 Error CudaDevice::launch_graph(int index, GraphHandle graph, StreamHandle stream) {
   if (graph == nullptr) return set_error(Error::InvalidArgument, "launch of a null CUDA graph");
   KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));

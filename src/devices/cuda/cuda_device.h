@@ -72,6 +72,7 @@ class CudaDevice final : public DeviceInterface {
   /// held back until end_capture (which then fails the recording).
   Error begin_capture(int index, StreamHandle stream) override;
   Result<GraphHandle> end_capture(int index, StreamHandle stream) override;
+  bool stream_capturable(int index, StreamHandle stream) noexcept override;
   Error launch_graph(int index, GraphHandle graph, StreamHandle stream) override;
   void destroy_graph(int index, GraphHandle graph) noexcept override;
 

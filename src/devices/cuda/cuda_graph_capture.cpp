@@ -92,12 +92,16 @@ CapturedGraph::~CapturedGraph() {
   arena.reset();
 }
 
+bool is_capturable(cudaStream_t stream) noexcept {
+  return stream != nullptr && stream != cudaStreamLegacy && stream != cudaStreamPerThread;
+}
+
 Error begin_capture(int device, cudaStream_t stream) {
   if (t_recording)
     return set_error(Error::InvalidArgument, "this thread is already recording a CUDA graph");
-  if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread)
-    return set_error(Error::NotSupported, "the default CUDA stream cannot be captured into a graph; run on a "
-                                          "stream of Kiln's (aoti.stream per_method/shared) or a caller stream");
+  if (!is_capturable(stream))
+    return set_error(Error::NotSupported, "the default CUDA stream cannot be captured into a graph; record on "
+                                          "another stream and replay there");
   t_failed_arena.reset();
   ScopedDevice scoped(device);
   KILN_RETURN_IF_ERROR(scoped.status());

@@ -62,8 +62,12 @@ struct CapturedGraph {
   ~CapturedGraph();
 };
 
+/// Whether `stream` can be recorded: not a default stream (legacy or
+/// per-thread), which CUDA refuses to capture.
+bool is_capturable(cudaStream_t stream) noexcept;
+
 /// Starts recording `stream` (relaxed capture mode) on the calling thread.
-/// `stream` must not be the legacy default stream (it cannot be captured).
+/// `stream` must be capturable (is_capturable).
 Error begin_capture(int device, cudaStream_t stream);
 
 /// Ends the calling thread's recording of `stream`. On failure everything

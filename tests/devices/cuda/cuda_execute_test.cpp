@@ -355,6 +355,30 @@ TEST_F(CudaExecute, CudaGraphOutputsOutliveTheModuleAndItsStream) {
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 }
 
+// stream=caller from a thread on the legacy default stream (a torch caller's
+// usual case): CUDA cannot record that stream, so the graph is recorded on a
+// side stream and replayed on the caller's.
+TEST_F(CudaExecute, CudaGraphOnTheLegacyDefaultStreamIsRecordedAsideAndReplayedThere) {
+  Module module(kGraphProgram);
+  BackendOptions o = graph_options();
+  o.set("stream", "caller");
+  o.set("keep_outputs_on_device", true);
+  ASSERT_EQ(module.load(aoti_options(o)), Error::Ok) << kiln::last_error_message();
+  ASSERT_EQ(*kiln::cuda::current_stream(0), nullptr);
+  std::vector<int64_t> calls;
+  std::vector<std::vector<float>> inputs;
+  std::vector<Tensor> results;
+  for (int i = 0; i < 5; ++i) {
+    inputs.push_back(ramp(512, static_cast<float>(7 * i)));
+    auto out = module.forward({cuda_tensor(inputs.back())});
+    ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+    results.push_back((*out)[0]);
+    calls.push_back(calls_of(*out));
+  }
+  EXPECT_EQ(calls, (std::vector<int64_t>{1, 2, 2, 2, 2})) << "recorded once, then replayed";
+  for (size_t i = 0; i < results.size(); ++i) expect_scaled(results[i], inputs[i]);
+}
+
 TEST_F(CudaExecute, CudaGraphIsPerInputShapeWithABoundedCache) {
   Module module(kGraphProgram);
   ASSERT_EQ(module.load(aoti_options(graph_options(/*cache_size=*/1))), Error::Ok) << kiln::last_error_message();
