@@ -1,12 +1,21 @@
 // mm / addmm / bmm against a double-precision host reference, including
-// transposed and otherwise strided operands and outputs.
+// transposed and otherwise strided operands and outputs; the GEMV kernel's
+// cases (few rows against a transposed weight), each asserting from the debug
+// log which path the product took; cuBLASLt's cached algorithms under
+// concurrent callers.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_test_util.h"
 #include "devices/cuda/cuda_shim_abi.h"
+#include "devices/cuda/ops/gemv_kernel.h"
 #include "kiln/cuda.h"
+#include "kiln/log.h"
 
 namespace {
 
@@ -149,6 +158,311 @@ TEST(CudaGemmSettings, Tf32SwitchIsVisible) {
   auto off = kiln::cuda::allow_tf32();
   ASSERT_TRUE(off.ok());
   EXPECT_FALSE(*off);
+}
+
+// ---- GEMV kernel (gemv_kernel.h) ----
+
+// Which path a product took, from the debug line matmul_into logs for it.
+enum class Path { Gemv, CublasLt, Unknown };
+
+const char* path_name(Path p) { return p == Path::Gemv ? "GEMV" : p == Path::CublasLt ? "cuBLASLt" : "unknown"; }
+
+// Runs `call` (a shim call returning its status) with debug logging captured
+// and reports the path; fails the test when the call fails.
+template <typename F>
+Path path_of(F&& call, const std::string& what) {
+  const kiln::LogLevel old = kiln::log_level();
+  kiln::set_log_level(kiln::LogLevel::Debug);
+  testing::internal::CaptureStderr();
+  const int rc = call();
+  const std::string log = testing::internal::GetCapturedStderr();
+  kiln::set_log_level(old);
+  EXPECT_EQ(rc, 0) << what << ": " << kiln::last_error_message();
+  const bool gemv = log.find(": GEMV kernel") != std::string::npos;
+  const bool lt = log.find(": cuBLASLt") != std::string::npos;
+  if (gemv == lt) return Path::Unknown;
+  return gemv ? Path::Gemv : Path::CublasLt;
+}
+
+// b = W^T for a row-major weight W [N, K]: as logical [K, N] values (for the
+// reference) and as the strided view nn.Linear hands to mm (strides {1, ldw}).
+struct Weight {
+  std::vector<float> w;   // [N, K] row-major
+  std::vector<float> bt;  // [K, N] row-major, bt[k*N + n] = w[n*K + k]
+};
+
+Weight make_weight(int64_t N, int64_t K, DType dt, uint32_t seed) {
+  Weight r;
+  r.w = rounded(random_values(static_cast<size_t>(N * K), seed), dt);
+  r.bt.resize(r.w.size());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) r.bt[k * N + n] = r.w[n * K + k];
+  return r;
+}
+
+class CudaGemv : public CudaGemm {};
+
+TEST_P(CudaGemv, MmAgainstTransposedWeightsMatchesReference) {
+  const DType dt = GetParam();
+  auto mm = shim<decltype(&aoti_torch_cuda_mm_out)>("aoti_torch_cuda_mm_out");
+  uint32_t seed = 100;
+  for (int64_t N : {1, 7, 256, 2049}) {
+    for (int64_t K : {8, 64, 2048, 8200}) {
+      const Weight wt = make_weight(N, K, dt, ++seed);
+      Handle hb(device_tensor(wt.bt, {K, N}, dt, {1, K}));
+      for (int64_t M = 1; M <= 5; ++M) {
+        const std::string name = std::string(kiln::dtype_name(dt)) + " M=" + std::to_string(M) +
+                                 " N=" + std::to_string(N) + " K=" + std::to_string(K);
+        const auto a = rounded(random_values(static_cast<size_t>(M * K), ++seed), dt);
+        Handle ha(device_tensor(a, {M, K}, dt));
+        Handle out(device_empty({M, N}, dt));  // poisoned with NaN
+        const Path path = path_of([&] { return mm(out, ha, hb); }, name);
+        // K = 8 float16/bfloat16 is exactly one 16-byte vector; every K here
+        // is a multiple of 16 bytes, so only M decides.
+        EXPECT_EQ(path_name(path), path_name(M <= kiln::cudadev::kGemvMaxRows ? Path::Gemv : Path::CublasLt))
+            << name;
+        expect_close(host_values(out), ref_matmul(a, wt.bt, 1, M, K, N), tolerance(dt), name);
+      }
+    }
+  }
+}
+
+TEST_P(CudaGemv, AddmmAlphaBetaAndStridedOutputs) {
+  const DType dt = GetParam();
+  auto addmm = shim<decltype(&aoti_torch_cuda_addmm_out)>("aoti_torch_cuda_addmm_out");
+  auto mm = shim<decltype(&aoti_torch_cuda_mm_out)>("aoti_torch_cuda_mm_out");
+  const int64_t N = 256, K = 2048;
+  const Weight wt = make_weight(N, K, dt, 200);
+  Handle hb(device_tensor(wt.bt, {K, N}, dt, {1, K}));
+  for (int64_t M : {1, 3}) {
+    const std::string tag = std::string(kiln::dtype_name(dt)) + " M=" + std::to_string(M) + ": ";
+    const auto a = rounded(random_values(static_cast<size_t>(M * K), 201 + M), dt);
+    const auto bias = rounded(random_values(N, 203 + M), dt), bias2d = rounded(random_values(M * N, 205 + M), dt);
+    Handle ha(device_tensor(a, {M, K}, dt));
+    {
+      Handle hbias(device_tensor(bias, {N}, dt)), out(device_empty({M, N}, dt));
+      EXPECT_EQ(path_name(path_of([&] { return addmm(out, hbias, ha, hb, 1.0, 1.0); }, tag + "linear")), path_name(Path::Gemv));
+      expect_close(host_values(out), ref_matmul(a, wt.bt, 1, M, K, N, 1.0, 1.0, bias), tolerance(dt),
+                   tag + "bias [N]");
+    }
+    {
+      // Column-major output with a padded leading dimension.
+      Handle hbias(device_tensor(bias2d, {M, N}, dt)), out(device_empty({M, N}, dt, {1, M + 1}));
+      EXPECT_EQ(path_name(path_of([&] { return addmm(out, hbias, ha, hb, 0.5, 2.0); }, tag + "beta 0.5")), path_name(Path::Gemv));
+      expect_close(host_values(out), ref_matmul(a, wt.bt, 1, M, K, N, 2.0, 0.5, bias2d, true), tolerance(dt),
+                   tag + "beta 0.5 alpha 2, strided out");
+    }
+    {
+      // out is also self: the kernel reads the addend where it writes.
+      Handle out(device_tensor(bias2d, {M, N}, dt));
+      EXPECT_EQ(path_name(path_of([&] { return addmm(out, out, ha, hb, 1.0, -1.5); }, tag + "in place")), path_name(Path::Gemv));
+      expect_close(host_values(out), ref_matmul(a, wt.bt, 1, M, K, N, -1.5, 1.0, bias2d, true), tolerance(dt),
+                   tag + "self is out");
+    }
+    {
+      // beta == 0: neither self (NaN) nor the poisoned out may leak.
+      std::vector<float> nan_bias(N, std::numeric_limits<float>::quiet_NaN());
+      Handle hbias(device_tensor(nan_bias, {N}, dt)), out(device_empty({M, N}, dt));
+      EXPECT_EQ(path_name(path_of([&] { return addmm(out, hbias, ha, hb, 0.0, 0.75); }, tag + "beta 0")), path_name(Path::Gemv));
+      expect_close(host_values(out), ref_matmul(a, wt.bt, 1, M, K, N, 0.75), tolerance(dt), tag + "beta 0, NaN self");
+    }
+    {
+      // Neither dimension of out has unit stride; the gaps stay poisoned.
+      Handle out(device_empty({M, N}, dt, {2 * N + 3, 2}));
+      EXPECT_EQ(path_name(path_of([&] { return mm(out, ha, hb); }, tag + "gapped out")), path_name(Path::Gemv));
+      expect_close(host_values(out), ref_matmul(a, wt.bt, 1, M, K, N), tolerance(dt), tag + "gapped out");
+    }
+  }
+}
+
+TEST_P(CudaGemv, UnsuitableInputsFallBackToCublasLtAndStayCorrect) {
+  const DType dt = GetParam();
+  auto mm = shim<decltype(&aoti_torch_cuda_mm_out)>("aoti_torch_cuda_mm_out");
+  const int64_t N = 7;
+  auto check = [&](const std::string& what, int64_t M, int64_t K, Path expected, auto make_a, auto make_b) {
+    const std::string name = std::string(kiln::dtype_name(dt)) + " " + what;
+    const auto a = rounded(random_values(static_cast<size_t>(M * K), 300 + static_cast<uint32_t>(K)), dt);
+    const Weight wt = make_weight(N, K, dt, 400 + static_cast<uint32_t>(K));
+    Handle ha(make_a(a, M, K)), hb(make_b(wt.bt, K));
+    Handle out(device_empty({M, N}, dt));
+    EXPECT_EQ(path_name(path_of([&] { return mm(out, ha, hb); }, name)), path_name(expected)) << name;
+    expect_close(host_values(out), ref_matmul(a, wt.bt, 1, M, K, N), tolerance(dt), name);
+  };
+  auto plain_a = [&](const std::vector<float>& a, int64_t M, int64_t K) { return device_tensor(a, {M, K}, dt); };
+  auto linear_b = [&](const std::vector<float>& bt, int64_t K) { return device_tensor(bt, {K, N}, dt, {1, K}); };
+  const bool fp32 = dt == DType::Float32;
+
+  // K = 66 is no multiple of 16 bytes in any dtype; K = 12 is (48 bytes) in
+  // float32 only.
+  check("K=66", 1, 66, Path::CublasLt, plain_a, linear_b);
+  check("K=12", 2, 12, fp32 ? Path::Gemv : Path::CublasLt, plain_a, linear_b);
+  // a starts one element past a 16-byte boundary.
+  check("misaligned a", 1, 64, Path::CublasLt,
+        [&](const std::vector<float>& a, int64_t M, int64_t K) {
+          std::vector<float> padded(1, 0.0f);
+          padded.insert(padded.end(), a.begin(), a.end());
+          Handle base(device_tensor(padded, {static_cast<int64_t>(padded.size())}, dt));
+          AtenTensorHandle view = nullptr;
+          const int64_t sizes[] = {M, K}, strides[] = {K, 1};
+          EXPECT_EQ(aoti_torch__reinterpret_tensor(base, 2, sizes, strides, 1, &view), 0) << kiln::last_error_message();
+          return view;  // shares base's storage, which outlives this handle
+        },
+        linear_b);
+  // Weight rows K + 1 elements apart.
+  check("weight ld K+1", 1, 64, Path::CublasLt, plain_a,
+        [&](const std::vector<float>& bt, int64_t K) { return device_tensor(bt, {K, N}, dt, {1, K + 1}); });
+  // A row-major [K, N] right operand is no transposed weight.
+  check("row-major b", 1, 64, Path::CublasLt, plain_a,
+        [&](const std::vector<float>& bt, int64_t K) { return device_tensor(bt, {K, N}, dt); });
+  // a transposed: K is not its unit-stride dimension.
+  check("transposed a", 2, 64, Path::CublasLt,
+        [&](const std::vector<float>& a, int64_t M, int64_t K) { return device_tensor(a, {M, K}, dt, {1, M}); },
+        linear_b);
+  // a rows 16 bytes apart but not contiguous: still fine for the kernel.
+  check("padded a rows", 3, 64, Path::Gemv,
+        [&](const std::vector<float>& a, int64_t M, int64_t K) { return device_tensor(a, {M, K}, dt, {K + 16, 1}); },
+        linear_b);
+}
+
+TEST_P(CudaGemv, BmmAgainstTransposedBatchesMatchesReference) {
+  const DType dt = GetParam();
+  auto bmm = shim<decltype(&aoti_torch_cuda_bmm_out)>("aoti_torch_cuda_bmm_out");
+  const int64_t Bt = 3, K = 64, N = 33;
+  for (int64_t M : {1, 2}) {
+    const std::string tag = std::string(kiln::dtype_name(dt)) + " M=" + std::to_string(M) + ": ";
+    const auto a = rounded(random_values(static_cast<size_t>(Bt * M * K), 500 + M), dt);
+    // Per batch b[p] = W[p]^T, as q @ k^T in attention: b[p][k][n] at p*N*K + n*K + k.
+    std::vector<float> b(static_cast<size_t>(Bt * K * N));
+    const auto w = rounded(random_values(b.size(), 510 + M), dt);
+    for (int64_t p = 0; p < Bt; ++p)
+      for (int64_t n = 0; n < N; ++n)
+        for (int64_t k = 0; k < K; ++k) b[p * K * N + k * N + n] = w[p * N * K + n * K + k];
+    const auto want = ref_matmul(a, b, Bt, M, K, N);
+    Handle ha(device_tensor(a, {Bt, M, K}, dt));
+    {
+      Handle hb(device_tensor(b, {Bt, K, N}, dt, {N * K, 1, K}));
+      Handle out(device_empty({Bt, M, N}, dt, {N, Bt * N, 1}));  // [M, B, N] memory
+      EXPECT_EQ(path_name(path_of([&] { return bmm(out, ha, hb); }, tag + "bmm")), path_name(Path::Gemv));
+      expect_close(host_values(out), want, tolerance(dt), tag + "bmm, permuted out");
+    }
+    {
+      // Batches N*K + 1 elements apart: not 16-byte aligned, cuBLASLt's.
+      Handle hb(device_tensor(b, {Bt, K, N}, dt, {N * K + 1, 1, K}));
+      Handle out(device_empty({Bt, M, N}, dt));
+      EXPECT_EQ(path_name(path_of([&] { return bmm(out, ha, hb); }, tag + "odd batch stride")),
+                path_name(Path::CublasLt));
+      expect_close(host_values(out), want, tolerance(dt), tag + "bmm, odd batch stride");
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, CudaGemv, ::testing::Values(DType::Float32, DType::Float16, DType::BFloat16),
+                         [](const auto& info) { return std::string(kiln::dtype_name(info.param)); });
+
+// The kernel launched directly with every block shape the planner can pick
+// (8, 4, 2 or 1 columns per block), forced through the SM count it is given.
+TEST(CudaGemvKernel, EveryBlockShapeMatchesReference) {
+  using kiln::cudadev::GemvParams;
+  const DType dt = DType::BFloat16;
+  const int64_t M = 2, N = 37, K = 8192;
+  const Weight wt = make_weight(N, K, dt, 600);
+  const auto a = rounded(random_values(static_cast<size_t>(M * K), 601), dt);
+  const auto want = ref_matmul(a, wt.bt, 1, M, K, N, 1.5);
+  Handle ha(device_tensor(a, {M, K}, dt)), hw(device_tensor(wt.w, {N, K}, dt));
+  void *pa = nullptr, *pw = nullptr;
+  aoti_torch_get_data_ptr(ha, &pa);
+  aoti_torch_get_data_ptr(hw, &pw);
+  // sm_count -> columns per block for N = 37 and 1024 vectors per row.
+  const std::pair<int, int> plans[] = {{1, 8}, {3, 4}, {6, 2}, {1000, 1}};
+  for (const auto& [sms, cols] : plans) {
+    Handle out(device_empty({M, N}, dt));
+    void* po = nullptr;
+    aoti_torch_get_data_ptr(out, &po);
+    GemvParams p;
+    p.a = pa;
+    p.w = pw;
+    p.out = po;
+    p.dtype = dt;
+    p.M = M;
+    p.N = N;
+    p.K = K;
+    p.lda = K;
+    p.ldw = K;
+    p.out_rs = N;
+    p.out_cs = 1;
+    p.alpha = 1.5f;
+    ASSERT_EQ(kiln::cudadev::gemv_unsupported(p), nullptr);
+    EXPECT_EQ(kiln::cudadev::gemv_columns_per_block(p, sms), cols) << "sm_count " << sms;
+    ASSERT_EQ(kiln::cudadev::launch_gemv(p, sms, nullptr), kiln::Error::Ok) << kiln::last_error_message();
+    expect_close(host_values(out), want, tolerance(dt), "columns per block " + std::to_string(cols));
+  }
+}
+
+TEST(CudaGemvKernel, ApplicabilityRules) {
+  using kiln::cudadev::gemv_applies;
+  using kiln::cudadev::GemvParams;
+  alignas(16) static char storage[64];
+  GemvParams ok;
+  ok.a = storage;
+  ok.w = storage;
+  ok.out = storage;
+  ok.dtype = DType::BFloat16;
+  ok.M = 4;
+  ok.N = 3;
+  ok.K = 16;
+  ok.lda = 24;  // 48 bytes
+  ok.ldw = 16;
+  EXPECT_TRUE(gemv_applies(ok)) << kiln::cudadev::gemv_unsupported(ok);
+  auto with = [&](auto change) {
+    GemvParams p = ok;
+    change(p);
+    return gemv_applies(p);
+  };
+  EXPECT_FALSE(with([](GemvParams& p) { p.M = 5; }));
+  EXPECT_FALSE(with([](GemvParams& p) { p.dtype = DType::Float64; }));
+  EXPECT_FALSE(with([](GemvParams& p) { p.K = 12; }));  // 24 bytes
+  EXPECT_TRUE(with([](GemvParams& p) { p.dtype = DType::Float32; p.K = 12; p.lda = 12; p.ldw = 12; }));
+  EXPECT_FALSE(with([](GemvParams& p) { p.a = storage + 2; }));
+  EXPECT_FALSE(with([](GemvParams& p) { p.w = storage + 8; }));
+  EXPECT_TRUE(with([](GemvParams& p) { p.out = storage + 2; }));  // out: any element address
+  EXPECT_FALSE(with([](GemvParams& p) { p.lda = 20; }));
+  EXPECT_TRUE(with([](GemvParams& p) { p.lda = 20; p.M = 1; }));  // one row: its stride is unused
+  EXPECT_FALSE(with([](GemvParams& p) { p.ldw = 17; }));
+  EXPECT_TRUE(with([](GemvParams& p) { p.ldw = 17; p.N = 1; }));
+  EXPECT_FALSE(with([](GemvParams& p) { p.a_ks = 2; }));
+  EXPECT_FALSE(with([](GemvParams& p) { p.w_ks = 3; }));
+  EXPECT_FALSE(with([](GemvParams& p) { p.batch = 2; p.a_bs = 4; p.w_bs = 48; }));
+  EXPECT_TRUE(with([](GemvParams& p) { p.batch = 2; p.a_bs = 96; p.w_bs = 48; p.out_bs = 5; }));
+  EXPECT_FALSE(with([](GemvParams& p) { p.batch = 70000; p.a_bs = 96; p.w_bs = 48; }));
+}
+
+// cuBLASLt products from several threads at once, with shapes shared between
+// threads and shapes of their own, repeated so most calls hit the algorithm
+// cache: every result must match the reference.
+TEST(CudaGemmCache, ConcurrentCallersGetCorrectResults) {
+  ASSERT_EQ(kiln::cuda::set_allow_tf32(false), kiln::Error::Ok);
+  auto mm = shim<decltype(&aoti_torch_cuda_mm_out)>("aoti_torch_cuda_mm_out");
+  const DType dt = DType::Float32;
+  constexpr int kThreads = 4, kRounds = 10;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      // Shape 0 is common to all threads, shape 1 is this thread's own.
+      const int64_t shapes[2][3] = {{16, 96, 40}, {8 + t, 64 + 8 * t, 24 + t}};
+      for (int round = 0; round < kRounds; ++round) {
+        for (const auto& s : shapes) {
+          const int64_t M = s[0], K = s[1], N = s[2];
+          const auto seed = static_cast<uint32_t>(1000 + 100 * t + round);
+          const auto a = random_values(static_cast<size_t>(M * K), seed), b = random_values(static_cast<size_t>(K * N), seed + 7);
+          Handle ha(device_tensor(a, {M, K}, dt)), hb(device_tensor(b, {K, N}, dt)), out(device_empty({M, N}, dt));
+          EXPECT_EQ(mm(out, ha, hb), 0) << kiln::last_error_message();
+          expect_close(host_values(out), ref_matmul(a, b, 1, M, K, N), tolerance(dt),
+                       "thread " + std::to_string(t) + " round " + std::to_string(round));
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
 }
 
 }  // namespace

@@ -6,21 +6,35 @@
 // used in place when one of its two strides is 1 (as a plain or transposed
 // column-major matrix), otherwise it is first copied to a contiguous buffer.
 // float32 uses TF32 tensor cores only when allowed (kiln::cuda::set_allow_tf32);
-// float16/bfloat16 accumulate in float32.
+// float16/bfloat16 accumulate in float32. The heuristic's choice is cached per
+// problem (lt_algo_cache.h), so a repeated shape costs only the descriptors.
+//
+// Products with at most 4 rows whose right operand is a transposed row-major
+// weight (nn.Linear at decode: mm(x, permute(W))) skip cuBLASLt and run the
+// memory-bound GEMV kernel (gemv_kernel.h) when its alignment rules hold;
+// KILN_CUDA_GEMV=0 (false/off/no), read once, turns that off (to compare the
+// two paths). At log level debug every product logs which path it took.
 #include <cublasLt.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "aoti/shim/shim_util.h"
 #include "devices/cuda/cublaslt_api.h"
+#include "devices/cuda/cuda_check.h"
 #include "devices/cuda/cuda_shim_abi.h"
 #include "devices/cuda/cuda_settings.h"
 #include "devices/cuda/cuda_thread_state.h"
+#include "devices/cuda/ops/gemv_kernel.h"
+#include "devices/cuda/ops/lt_algo_cache.h"
 #include "devices/cuda/strided_copy.h"
 #include "devices/cuda/tensor_ref.h"
+#include "kiln/log.h"
 
 using namespace kiln;
 using namespace kiln::cudadev;
@@ -82,6 +96,19 @@ Result<cudaDataType_t> lt_type(DType d) {
   }
 }
 
+// What the heuristic chose for one problem.
+struct LtChoice {
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+};
+
+// Shared by all threads and devices (the device is part of the key). 1024
+// problems is far more than a model's distinct shapes.
+LtAlgoCache<LtChoice>& algo_cache() {
+  static LtAlgoCache<LtChoice> cache(1024);
+  return cache;
+}
+
 // RAII for cuBLASLt descriptors.
 struct LtResources {
   const CublasLtApi* api = nullptr;
@@ -114,6 +141,33 @@ Error make_layout(const CublasLtApi& api, cublasLtMatrixLayout_t* layout, cudaDa
   return Error::Ok;
 }
 
+// Asks cuBLASLt's heuristic for the best algorithm for the problem described
+// by r's descriptors (m, n, k for messages only).
+Result<LtChoice> lt_heuristic(const CublasLtApi* api, cublasLtHandle_t handle, LtResources& r, DType dtype,
+                              int64_t m, int64_t n, int64_t k, uint32_t align_a, uint32_t align_b,
+                              uint32_t align_d) {
+  constexpr uint64_t kMaxWorkspace = 32ull << 20;
+  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_create(&r.pref), "cublasLtMatmulPreferenceCreate"));
+  KILN_RETURN_IF_ERROR(cublas_status(
+      *api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kMaxWorkspace, sizeof(kMaxWorkspace)),
+      "workspace preference"));
+  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)), "alignment A"));
+  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)), "alignment B"));
+  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d)), "alignment C"));
+  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)), "alignment D"));
+
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  KILN_RETURN_IF_ERROR(cublas_status(
+      *api, api->heuristic(handle, r.desc, r.a, r.b, r.d, r.d, r.pref, 1, &result, &returned),
+      "cublasLtMatmulAlgoGetHeuristic"));
+  if (returned == 0)
+    return set_error(Error::NotSupported, "cuBLASLt has no algorithm for this " + std::string(dtype_name(dtype)) +
+                                              " product (m=" + std::to_string(m) + ", n=" + std::to_string(n) +
+                                              ", k=" + std::to_string(k) + ")");
+  return LtChoice{result.algo, result.workspaceSize};
+}
+
 // D = alpha * X @ Y + beta * D (column-major D of m x n; X m x k, Y k x n),
 // `batch` times. Every operand must already be cuBLASLt-compatible.
 Error lt_matmul(DType dtype, int device, cudaStream_t stream, int64_t batch, const Mat& x, const LtOperand& xo,
@@ -134,36 +188,30 @@ Error lt_matmul(DType dtype, int device, cudaStream_t stream, int64_t batch, con
   KILN_RETURN_IF_ERROR(make_layout(*api, &r.b, type, yo, batch, y.bs));
   KILN_RETURN_IF_ERROR(make_layout(*api, &r.d, type, LtOperand{CUBLAS_OP_N, d.rows, d.cols, ldd}, batch, d.bs));
 
-  constexpr uint64_t kMaxWorkspace = 32ull << 20;
-  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_create(&r.pref), "cublasLtMatmulPreferenceCreate"));
-  KILN_RETURN_IF_ERROR(cublas_status(
-      *api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kMaxWorkspace, sizeof(kMaxWorkspace)),
-      "workspace preference"));
   // The heuristic assumes 256-byte aligned pointers unless told otherwise;
   // views into the middle of a tensor are often less aligned.
   const uint32_t align_a = alignment_of(x.ptr, x.bs * elem), align_b = alignment_of(y.ptr, y.bs * elem),
                  align_d = alignment_of(d.ptr, d.bs * elem);
-  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)), "alignment A"));
-  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)), "alignment B"));
-  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d)), "alignment C"));
-  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)), "alignment D"));
-
-  cublasLtMatmulHeuristicResult_t result{};
-  int returned = 0;
-  KILN_RETURN_IF_ERROR(cublas_status(
-      *api, api->heuristic(handle, r.desc, r.a, r.b, r.d, r.d, r.pref, 1, &result, &returned),
-      "cublasLtMatmulAlgoGetHeuristic"));
-  if (returned == 0)
-    return set_error(Error::NotSupported, "cuBLASLt has no algorithm for this " + std::string(dtype_name(dtype)) +
-                                              " product (m=" + std::to_string(d.rows) + ", n=" +
-                                              std::to_string(d.cols) + ", k=" + std::to_string(x.cols) + ")");
+  // Everything the descriptors and preferences below tell the heuristic.
+  const LtProblemKey key{device, static_cast<int64_t>(type), static_cast<int64_t>(compute), ta, tb,
+                         xo.stored_rows, xo.stored_cols, xo.ld, yo.stored_rows, yo.stored_cols, yo.ld,
+                         d.rows, d.cols, ldd, batch, batch > 1 ? x.bs : 0, batch > 1 ? y.bs : 0,
+                         batch > 1 ? d.bs : 0, align_a, align_b, align_d};
+  LtChoice choice;
+  if (auto cached = algo_cache().find(key)) {
+    choice = *cached;
+  } else {
+    KILN_ASSIGN_OR_RETURN(choice, lt_heuristic(api, handle, r, dtype, d.rows, d.cols, x.cols, align_a, align_b,
+                                               align_d));
+    algo_cache().insert(key, choice);
+  }
   DeviceBuffer workspace;
-  if (result.workspaceSize > 0) {
-    KILN_ASSIGN_OR_RETURN(workspace, DeviceBuffer::allocate(result.workspaceSize, device, stream));
+  if (choice.workspace > 0) {
+    KILN_ASSIGN_OR_RETURN(workspace, DeviceBuffer::allocate(choice.workspace, device, stream));
   }
   return cublas_status(*api,
                        api->matmul(handle, r.desc, &alpha, x.ptr, r.a, y.ptr, r.b, &beta, d.ptr, r.d, d.ptr, r.d,
-                                   &result.algo, workspace.get(), result.workspaceSize, stream),
+                                   &choice.algo, workspace.get(), choice.workspace, stream),
                        "cublasLtMatmul");
 }
 
@@ -181,6 +229,48 @@ Error prepare_operand(const TensorRef& t, Mat& m, LtOperand& o, DeviceBuffer& ho
   m = logical_transpose ? c.transposed() : c;
   if (!as_operand(m, &o)) return set_error(Error::Internal, "contiguous operand still not usable by cuBLASLt");
   return Error::Ok;
+}
+
+// KILN_CUDA_GEMV=0/false/off/no keeps every product on cuBLASLt. Read once:
+// the environment is not re-scanned on every product.
+bool gemv_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("KILN_CUDA_GEMV");
+    return v == nullptr || !(std::strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 ||
+                             strcasecmp(v, "off") == 0 || strcasecmp(v, "no") == 0);
+  }();
+  return enabled;
+}
+
+// The GEMV kernel's view of out = a @ b: b's column n is the weight row n.
+GemvParams gemv_params(DType dtype, int64_t batch, const Mat& a, const Mat& b, const Mat& out, float alpha,
+                       float beta) {
+  GemvParams g;
+  g.a = a.ptr;
+  g.w = b.ptr;
+  g.out = out.ptr;
+  g.dtype = dtype;
+  g.batch = batch;
+  g.M = out.rows;
+  g.N = out.cols;
+  g.K = a.cols;
+  g.lda = a.rs;
+  g.a_ks = a.cs;
+  g.a_bs = a.bs;
+  g.ldw = b.cs;
+  g.w_ks = b.rs;
+  g.w_bs = b.bs;
+  g.out_rs = out.rs;
+  g.out_cs = out.cs;
+  g.out_bs = out.bs;
+  g.alpha = alpha;
+  g.beta = beta;
+  return g;
+}
+
+std::string describe_product(DType dtype, int64_t batch, int64_t M, int64_t N, int64_t K) {
+  return std::string("matrix product ") + dtype_name(dtype) + " batch=" + std::to_string(batch) +
+         " m=" + std::to_string(M) + " n=" + std::to_string(N) + " k=" + std::to_string(K);
 }
 
 // out[b] = alpha * a[b] @ b[b] + beta * out[b] for 2-D (batch 1) or 3-D tensors.
@@ -203,6 +293,22 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
     return m;
   };
   Mat mc = view(out), ma = view(a), mb = view(b);
+
+  // Few rows against a transposed row-major weight: the GEMV kernel writes
+  // out through its strides directly, so no operand or output is copied.
+  const char* no_gemv = "disabled by KILN_CUDA_GEMV";
+  if (gemv_enabled()) {
+    const GemvParams g = gemv_params(out.dtype, batch, ma, mb, mc, alpha, beta);
+    no_gemv = gemv_unsupported(g);
+    if (no_gemv == nullptr) {
+      KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": GEMV kernel");
+      int sm_count = 0;
+      KILN_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device),
+                                       "cudaDeviceGetAttribute(multiprocessor count)"));
+      return launch_gemv(g, sm_count, stream);
+    }
+  }
+  KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": cuBLASLt (GEMV kernel not used: " + no_gemv + ")");
 
   // Where the result goes: out itself when it is column- or row-major, else a
   // contiguous temporary copied back at the end.
