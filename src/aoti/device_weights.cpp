@@ -5,6 +5,7 @@
 #include <tuple>
 
 #include "aoti/weak_registry.h"
+#include "aoti/weight_arena.h"
 #include "kiln/device_interface.h"
 #include "kiln/log.h"
 
@@ -33,14 +34,13 @@ std::string WeightStore::share_key(const ConstantEntry& e) {
 
 Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>& entries,
                                                std::span<const uint8_t> blob) {
-  DeviceInterface* iface = get_device_interface(device_.type);
+  DeviceInterface* iface = iface_ ? iface_ : get_device_interface(device_.type);
   if (!iface) return set_error(Error::NotSupported, "no device interface for " + device_string(device_));
   std::lock_guard<std::mutex> lock(mutex_);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point start = Clock::now();
-  size_t upload_bytes = 0;
   std::vector<Tensor> out(entries.size());
-  std::vector<UploadRegion> uploads;
+  std::vector<size_t> owned;  // entries that get memory of their own, in the arena
   std::vector<std::pair<size_t, std::string>> new_shared;  // entry index, key
   for (size_t i = 0; i < entries.size(); ++i) {
     const ConstantEntry& e = entries[i];
@@ -50,38 +50,74 @@ Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>&
         out[i] = it->second;
         continue;
       }
-    const uint8_t* src = blob.data() + e.blob_offset;
-    StoragePtr storage;
     if (device_.is_cpu() && e.read_only()) {
       // Borrowed: the mapping outlives every user (the store holds the program).
-      storage = Storage::create(const_cast<uint8_t*>(src), e.data_size, device_);
+      const uint8_t* src = blob.data() + e.blob_offset;
+      out[i] = Tensor(Storage::create(const_cast<uint8_t*>(src), e.data_size, device_), e.dtype, e.sizes, e.strides,
+                      e.storage_offset);
     } else {
-      const size_t nbytes = e.data_size > 0 ? e.data_size : 1;
-      auto data = iface->allocate(nbytes, device_.index, nullptr);
-      if (!data.ok())
-        return set_error(data.error(), "allocating " + std::to_string(nbytes) + " bytes on " +
-                                           device_string(device_) + " for weight '" + e.name + "': " +
-                                           last_error_message());
-      const int index = device_.index;
-      storage = Storage::create(*data, nbytes, device_, [iface, index](void* p) { iface->free(p, index, nullptr); });
-      if (e.data_size > 0) uploads.push_back(UploadRegion{*data, src, e.data_size});
-      upload_bytes += e.data_size;
+      owned.push_back(i);
     }
-    out[i] = Tensor(std::move(storage), e.dtype, e.sizes, e.strides, e.storage_offset);
     if (!key.empty()) new_shared.emplace_back(i, key);
   }
+  if (owned.empty()) {
+    for (const auto& [i, key] : new_shared) shared_.emplace(key, out[i]);
+    return out;
+  }
+
+  std::vector<ArenaSlot> slots;
+  slots.reserve(owned.size());
+  for (size_t i : owned) slots.push_back(ArenaSlot{entries[i].blob_offset, entries[i].data_size});
+  const ArenaLayout layout = plan_weight_arena(slots);
+  // allocate() promises 64-byte alignment; the few bytes more let the base be
+  // rounded up to kWeightAlignment whatever the allocator gives.
+  constexpr uint64_t kAllocatorAlignment = 64;
+  const size_t arena_bytes = static_cast<size_t>(layout.size + kWeightAlignment - kAllocatorAlignment);
+  const int index = device_.index;
+  auto data = iface->allocate(arena_bytes, index, nullptr);
+  if (!data.ok())
+    return set_error(data.error(), "allocating " + std::to_string(arena_bytes) + " bytes on " +
+                                       device_string(device_) + " for " + std::to_string(owned.size()) +
+                                       " weights (first: '" + entries[owned.front()].name +
+                                       "'): " + last_error_message());
+  // Shared by the storages of the arena's tensors: freed with the last one.
+  std::shared_ptr<void> arena(*data, [iface, index](void* p) { iface->free(p, index, nullptr); });
+  const uintptr_t raw = reinterpret_cast<uintptr_t>(*data);
+  uint8_t* base = reinterpret_cast<uint8_t*>((raw + kWeightAlignment - 1) / kWeightAlignment * kWeightAlignment);
+  for (size_t k = 0; k < owned.size(); ++k) {
+    const ConstantEntry& e = entries[owned[k]];
+    StoragePtr storage = Storage::create(base + layout.offsets[k], e.data_size, device_, [arena](void*) {});
+    out[owned[k]] = Tensor(std::move(storage), e.dtype, e.sizes, e.strides, e.storage_offset);
+  }
+  arena.reset();  // the tensors hold it now
+
+  uint64_t upload_bytes = 0;
+  std::vector<UploadRegion> uploads;
+  uploads.reserve(layout.copies.size());
+  for (const ArenaCopy& c : layout.copies) {
+    uploads.push_back(UploadRegion{base + c.arena_offset, blob.data() + c.blob_offset, c.nbytes});
+    upload_bytes += c.nbytes;
+  }
   if (!uploads.empty()) {
+    // The arena is stream-ordered on the current stream while the upload may
+    // run on streams of its own: wait until the memory is free there.
+    Error err = iface->synchronize(index, nullptr);
+    if (err != Error::Ok)
+      return set_error(err, "waiting for the weights' memory on " + device_string(device_) + ": " +
+                                last_error_message());
     const Clock::time_point allocated = Clock::now();
-    Error err = iface->upload(uploads, device_.index);
+    err = iface->upload(uploads, index);
     if (err != Error::Ok)
       return set_error(err, "copying weights to " + device_string(device_) + ": " + last_error_message());
     const Clock::time_point done = Clock::now();
     const double alloc_s = std::chrono::duration<double>(allocated - start).count();
     const double upload_s = std::chrono::duration<double>(done - allocated).count();
-    char line[200];
-    std::snprintf(line, sizeof line, "placed %zu weights (%.3f GB) on %s: allocation %.4f s, upload %.4f s (%.1f GB/s)",
-                  uploads.size(), upload_bytes / 1e9, device_string(device_).c_str(), alloc_s, upload_s,
-                  upload_s > 0 ? upload_bytes / upload_s / 1e9 : 0.0);
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "placed %zu weights (%.3f GB) on %s in one %.3f GB arena: allocation %.4f s, "
+                  "upload %.4f s in %zu regions (%.1f GB/s)",
+                  owned.size(), upload_bytes / 1e9, device_string(device_).c_str(), arena_bytes / 1e9, alloc_s,
+                  upload_s, uploads.size(), upload_s > 0 ? upload_bytes / upload_s / 1e9 : 0.0);
     KILN_LOG(Info, line);
   }
   // Published only once their bytes are there.

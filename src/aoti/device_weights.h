@@ -4,8 +4,10 @@
 // Why: the library's own loader copies its blob constant by constant with
 // synchronous pageable cudaMemcpy, keeps a private copy per method, and on the
 // CPU duplicates weights that are already in the program's mapping. Here:
-//   - CUDA: every constant gets its own device buffer, filled by one bulk
-//     upload (DeviceInterface::upload: pinned staging, parallel, overlapped);
+//   - CUDA: the constants of one place() call share one device allocation
+//     (an arena, weight_arena.h) laid out like the blob, filled by one bulk
+//     upload of a few large regions (DeviceInterface::upload: pinned staging,
+//     parallel, overlapped);
 //   - CPU: constants the model never writes (parameters, tensor constants) are
 //     views of the program's read-only mapping, so they cost no copy and no
 //     private memory; buffers (which a model may update in place) are copied;
@@ -15,7 +17,9 @@
 // Ownership: a store belongs to the methods of its program on its device
 // (shared_ptr; a registry keeps only weak references, like shared streams)
 // and keeps the program, hence its mapping, alive. The tensors it hands out
-// stay valid while any method holds the store.
+// stay valid while any method holds the store. Each tensor of an arena has a
+// Storage of its own that holds the arena: the arena is freed with the last
+// tensor placed in it (the store's, or a method's handle, whichever goes last).
 //
 // Thread-safety: place() may be called from several threads.
 #pragma once
@@ -29,6 +33,7 @@
 
 #include "aoti/constants_table.h"
 #include "kiln/device.h"
+#include "kiln/device_interface.h"
 #include "kiln/program_file.h"
 #include "kiln/tensor.h"
 
@@ -46,14 +51,17 @@ class WeightStore {
   /// weights in the program mapping).
   Result<std::vector<Tensor>> place(const std::vector<ConstantEntry>& entries, std::span<const uint8_t> blob);
 
-  WeightStore(std::shared_ptr<const ProgramFile> program, Device device)
-      : program_(std::move(program)), device_(device) {}
+  /// `iface`: the device's memory and copies; null = the registered interface
+  /// of `device`'s type (tests pass a counting one).
+  WeightStore(std::shared_ptr<const ProgramFile> program, Device device, DeviceInterface* iface = nullptr)
+      : program_(std::move(program)), device_(device), iface_(iface) {}
 
  private:
   static std::string share_key(const ConstantEntry& e);
 
   std::shared_ptr<const ProgramFile> program_;
   Device device_;
+  DeviceInterface* iface_;
   mutable std::mutex mutex_;
   std::map<std::string, Tensor> shared_;  // share_key -> placed tensor
 };

@@ -1,0 +1,343 @@
+// WeightStore::place with a weight arena: the constants of one call share one
+// device allocation laid out like the blob, the upload is a few merged regions,
+// every constant is aligned and holds its own bytes, constants shared by FQN
+// between calls are placed once, and the arena lives until the last tensor in
+// it is gone. A counting fake device (host memory that claims to be a GPU)
+// sees every allocation, free and upload.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "aoti/device_weights.h"
+#include "aoti/weight_arena.h"
+#include "kiln/device_interface.h"
+
+namespace {
+
+using kiln::Device;
+using kiln::DeviceType;
+using kiln::Error;
+using kiln::Result;
+using kiln::Tensor;
+using kiln::UploadRegion;
+using kiln::aoti::ArenaSlot;
+using kiln::aoti::ConstantEntry;
+using kiln::aoti::kWeightAlignment;
+using kiln::aoti::plan_weight_arena;
+using kiln::aoti::WeightStore;
+
+// Host memory behind a device type of the test's choice. Blocks are 64-byte
+// aligned but never 128-byte aligned: the store must align its constants itself.
+class CountingDevice final : public kiln::DeviceInterface {
+ public:
+  explicit CountingDevice(DeviceType type) : type_(type) {}
+  ~CountingDevice() override {
+    for (auto& [p, raw] : live_) std::free(raw);
+  }
+
+  DeviceType type() const noexcept override { return type_; }
+  int device_count() const noexcept override { return 1; }
+
+  Result<void*> allocate(size_t nbytes, int, kiln::StreamHandle) override {
+    if (fail_allocation) return kiln::set_error(Error::OutOfMemory, "fake device is full");
+    ++allocations;
+    allocated_bytes.push_back(nbytes);
+    void* raw = std::aligned_alloc(256, (nbytes + 64 + 255) / 256 * 256);
+    void* p = static_cast<char*>(raw) + 64;
+    live_[p] = raw;
+    return p;
+  }
+  void free(void* ptr, int, kiln::StreamHandle) noexcept override {
+    if (!ptr) return;
+    auto it = live_.find(ptr);
+    if (it == live_.end()) {
+      ++bad_frees;
+      return;
+    }
+    std::free(it->second);
+    live_.erase(it);
+    ++frees;
+  }
+  Error copy(void* dst, const void* src, size_t nbytes, kiln::CopyKind, int, kiln::StreamHandle) override {
+    std::memcpy(dst, src, nbytes);
+    return Error::Ok;
+  }
+  Error synchronize(int, kiln::StreamHandle) override { return Error::Ok; }
+  Error upload(std::span<const UploadRegion> regions, int index) override {
+    ++uploads;
+    last_regions.assign(regions.begin(), regions.end());
+    if (fail_upload) return kiln::set_error(Error::BackendFailed, "fake upload failed");
+    return DeviceInterface::upload(regions, index);
+  }
+
+  size_t live() const { return live_.size(); }
+
+  int allocations = 0, frees = 0, bad_frees = 0, uploads = 0;
+  std::vector<size_t> allocated_bytes;
+  std::vector<UploadRegion> last_regions;
+  bool fail_allocation = false, fail_upload = false;
+
+ private:
+  DeviceType type_;
+  std::map<void*, void*> live_;  // handed-out pointer -> malloc'ed block
+};
+
+std::vector<uint8_t> random_blob(size_t n, unsigned seed) {
+  std::vector<uint8_t> blob(n);
+  std::mt19937 rng(seed);
+  for (uint8_t& b : blob) b = static_cast<uint8_t>(rng());
+  return blob;
+}
+
+// A 1-D uint8 constant of `nbytes` at `blob_offset`.
+ConstantEntry constant(const std::string& name, uint64_t blob_offset, uint64_t nbytes,
+                       const std::string& type = "Parameter") {
+  ConstantEntry e;
+  e.name = name;
+  e.original_fqn = "model." + name;
+  e.dtype = kiln::DType::UInt8;
+  e.type = type;
+  e.data_size = nbytes;
+  e.blob_offset = blob_offset;
+  e.sizes = {static_cast<int64_t>(nbytes)};
+  e.strides = {1};
+  e.sha256 = "digest-of-" + name;  // distinct per name: what share_key compares
+  return e;
+}
+
+// Back to back from `start`, in the order given.
+std::vector<ConstantEntry> packed(const std::vector<uint64_t>& sizes, uint64_t start = 0) {
+  std::vector<ConstantEntry> out;
+  uint64_t off = start;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    out.push_back(constant(std::string("c").append(std::to_string(i)), off, sizes[i]));
+    off += sizes[i];
+  }
+  return out;
+}
+
+const Device kGpu{DeviceType::CUDA, 0};
+
+void expect_placed(const std::vector<ConstantEntry>& entries, const std::vector<Tensor>& tensors,
+                   const std::vector<uint8_t>& blob) {
+  ASSERT_EQ(tensors.size(), entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const ConstantEntry& e = entries[i];
+    const Tensor& t = tensors[i];
+    ASSERT_TRUE(t.storage()) << e.name;
+    EXPECT_EQ(t.storage()->nbytes(), e.data_size) << e.name;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.storage()->data()) % kWeightAlignment, 0u) << e.name;
+    if (e.data_size > 0) {
+      EXPECT_EQ(std::memcmp(t.storage()->data(), blob.data() + e.blob_offset, e.data_size), 0)
+          << e.name << " does not hold its blob bytes";
+    }
+  }
+  // No two constants share a byte.
+  std::vector<std::pair<uintptr_t, uintptr_t>> ranges;
+  for (const Tensor& t : tensors)
+    if (t.storage()->nbytes() > 0) {
+      auto p = reinterpret_cast<uintptr_t>(t.storage()->data());
+      ranges.emplace_back(p, p + t.storage()->nbytes());
+    }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) EXPECT_LE(ranges[i - 1].second, ranges[i].first);
+}
+
+TEST(WeightArenaLayout, BackToBackAlignedConstantsAreOneCopy) {
+  const std::vector<ArenaSlot> slots = {{0, 1024}, {1024, 256}, {1280, 4096}, {5376, 512}};
+  const auto layout = plan_weight_arena(slots);
+  ASSERT_EQ(layout.copies.size(), 1u);
+  EXPECT_EQ(layout.copies[0].blob_offset, 0u);
+  EXPECT_EQ(layout.copies[0].arena_offset, 0u);
+  EXPECT_EQ(layout.copies[0].nbytes, 5888u);
+  EXPECT_EQ(layout.size, 5888u);
+  for (size_t i = 0; i < slots.size(); ++i) EXPECT_EQ(layout.offsets[i], slots[i].blob_offset);
+}
+
+TEST(WeightArenaLayout, MisalignedNeighbourStartsANewAlignedCopy) {
+  // 6 bytes put the next constant at blob offset 1030: not 256-aligned.
+  const std::vector<ArenaSlot> slots = {{0, 1024}, {1024, 6}, {1030, 300}};
+  const auto layout = plan_weight_arena(slots);
+  ASSERT_EQ(layout.copies.size(), 2u);
+  EXPECT_EQ(layout.copies[0].nbytes, 1030u);
+  EXPECT_EQ(layout.offsets[2] % kWeightAlignment, 0u);
+  EXPECT_EQ(layout.copies[1].blob_offset, 1030u);
+  EXPECT_EQ(layout.copies[1].arena_offset, layout.offsets[2]);
+  EXPECT_LT(layout.size, 1030u + 300u + kWeightAlignment);
+}
+
+TEST(WeightArenaLayout, SmallPaddingThatKeepsAlignmentStaysInTheCopy) {
+  // Constants padded to 256 bytes in the blob (200 bytes + 56 of padding).
+  const std::vector<ArenaSlot> slots = {{0, 200}, {256, 200}, {512, 200}};
+  const auto layout = plan_weight_arena(slots);
+  ASSERT_EQ(layout.copies.size(), 1u);
+  EXPECT_EQ(layout.copies[0].nbytes, 712u);
+  EXPECT_EQ(layout.offsets[1], 256u);
+  EXPECT_EQ(layout.offsets[2], 512u);
+}
+
+TEST(WeightArenaLayout, FarApartConstantsDoNotCopyTheGap) {
+  // A constant between them was shared from an earlier call: its bytes are not copied again.
+  const std::vector<ArenaSlot> slots = {{0, 512}, {1 << 20, 512}};
+  const auto layout = plan_weight_arena(slots);
+  ASSERT_EQ(layout.copies.size(), 2u);
+  EXPECT_EQ(layout.size, 1024u);
+  EXPECT_EQ(layout.copies[1].blob_offset, uint64_t{1} << 20);
+  EXPECT_EQ(layout.copies[1].arena_offset, 512u);
+}
+
+TEST(WeightArenaLayout, CallerOrderDoesNotMatterAndEmptySlotsCopyNothing) {
+  const std::vector<ArenaSlot> slots = {{512, 256}, {0, 512}, {768, 0}, {768, 256}};
+  const auto layout = plan_weight_arena(slots);
+  ASSERT_EQ(layout.copies.size(), 1u);
+  EXPECT_EQ(layout.copies[0].nbytes, 1024u);
+  EXPECT_EQ(layout.offsets[0], 512u);
+  EXPECT_EQ(layout.offsets[1], 0u);
+  EXPECT_EQ(layout.offsets[2] % kWeightAlignment, 0u);
+  EXPECT_LE(layout.offsets[2], layout.size);
+  EXPECT_EQ(layout.offsets[3], 768u);
+}
+
+TEST(WeightStore, OneCallIsOneAllocationAndOneUploadRegion) {
+  CountingDevice dev(DeviceType::CUDA);
+  const auto entries = packed({1 << 16, 4096, 256, 3 << 14, 1 << 12});
+  const auto blob = random_blob(entries.back().blob_offset + entries.back().data_size, 1);
+  {
+    WeightStore store(nullptr, kGpu, &dev);
+    auto tensors = store.place(entries, blob);
+    ASSERT_TRUE(tensors.ok()) << kiln::last_error_message();
+    EXPECT_EQ(dev.allocations, 1);
+    EXPECT_EQ(dev.uploads, 1);
+    ASSERT_EQ(dev.last_regions.size(), 1u);
+    EXPECT_EQ(dev.last_regions[0].nbytes, blob.size());
+    expect_placed(entries, *tensors, blob);
+    // The arena wastes no more than the alignment of its base.
+    EXPECT_LE(dev.allocated_bytes[0], blob.size() + kWeightAlignment);
+  }
+  EXPECT_EQ(dev.frees, 1);
+  EXPECT_EQ(dev.live(), 0u);
+  EXPECT_EQ(dev.bad_frees, 0);
+}
+
+TEST(WeightStore, OddSizesGapsAndEmptyConstantsHoldTheirBytes) {
+  CountingDevice dev(DeviceType::CUDA);
+  // Odd sizes (6, 1000, 3, 513: each misaligns what follows it), a gap of
+  // 1000 bytes (not copied), a gap of 40 bytes that keeps the next constant
+  // aligned (copied along), an empty constant, and a table not in blob order.
+  // By the rule (weight_arena.h) the copies are a+b, c, d+e, f+g.
+  std::vector<ConstantEntry> entries = {
+      constant("a", 0, 1024),    constant("b", 1024, 6),    constant("c", 1030, 1000),
+      constant("d", 3030, 216),  constant("e", 3286, 513),  constant("empty", 3799, 0),
+      constant("f", 3799, 2048), constant("g", 5847, 700),
+  };
+  std::swap(entries[0], entries[4]);
+  std::swap(entries[2], entries[7]);
+  const auto blob = random_blob(5847 + 700, 2);
+  WeightStore store(nullptr, kGpu, &dev);
+  auto tensors = store.place(entries, blob);
+  ASSERT_TRUE(tensors.ok()) << kiln::last_error_message();
+  EXPECT_EQ(dev.allocations, 1);
+  expect_placed(entries, *tensors, blob);
+  uint64_t bytes = 0;
+  for (const auto& e : entries) bytes += e.data_size;
+  EXPECT_LE(dev.allocated_bytes[0], bytes + kWeightAlignment * (entries.size() + 1));
+  // Regions are merged: 4 for 7 non-empty constants.
+  EXPECT_EQ(dev.last_regions.size(), 4u);
+  uint64_t copied = 0;
+  for (const UploadRegion& r : dev.last_regions) copied += r.nbytes;
+  EXPECT_GE(copied, bytes);
+  EXPECT_LT(copied, bytes + 40 + 1);  // at most the small gap is copied along
+}
+
+TEST(WeightStore, BuffersOfAMethodOnTheCpuShareAnArenaAndParametersStayBorrowed) {
+  CountingDevice dev(DeviceType::CPU);
+  std::vector<ConstantEntry> entries = {constant("w", 0, 4096), constant("running_mean", 4096, 100, "Buffer"),
+                                        constant("running_var", 4196, 100, "Buffer")};
+  const auto blob = random_blob(4296, 3);
+  WeightStore store(nullptr, Device{DeviceType::CPU, 0}, &dev);
+  auto tensors = store.place(entries, blob);
+  ASSERT_TRUE(tensors.ok()) << kiln::last_error_message();
+  EXPECT_EQ((*tensors)[0].storage()->data(), blob.data());  // read-only: the mapping itself
+  EXPECT_FALSE((*tensors)[0].storage()->owns_memory());
+  EXPECT_EQ(dev.allocations, 1);  // both buffers in one arena
+  EXPECT_TRUE((*tensors)[1].storage()->owns_memory());
+  expect_placed({entries[1], entries[2]}, {(*tensors)[1], (*tensors)[2]}, blob);
+}
+
+TEST(WeightStore, SharedConstantsArePlacedOnceAndTheArenaLivesWithItsLastTensor) {
+  CountingDevice dev(DeviceType::CUDA);
+  const auto blob = random_blob(3 << 12, 4);
+  // Two methods ("prefill", "decode") with one constant in common (same FQN,
+  // digest and geometry), each with one of its own.
+  const ConstantEntry shared = constant("embed", 0, 4096);
+  const std::vector<ConstantEntry> first = {shared, constant("head_a", 4096, 4096)};
+  const std::vector<ConstantEntry> second = {constant("head_b", 8192, 4096), shared};
+  Tensor kept;
+  {
+    auto store = std::make_shared<WeightStore>(nullptr, kGpu, &dev);
+    auto a = store->place(first, blob);
+    ASSERT_TRUE(a.ok()) << kiln::last_error_message();
+    auto b = store->place(second, blob);
+    ASSERT_TRUE(b.ok()) << kiln::last_error_message();
+    EXPECT_EQ(dev.allocations, 2);  // one arena per call; the shared constant is not placed again
+    EXPECT_EQ((*b)[1].storage().get(), (*a)[0].storage().get());
+    EXPECT_EQ(dev.last_regions.size(), 1u);
+    EXPECT_EQ(dev.last_regions[0].nbytes, 4096u);  // only head_b is uploaded
+    expect_placed(first, *a, blob);
+    expect_placed(second, *b, blob);
+    kept = (*a)[1];  // head_a, in the first arena
+  }
+  // The store and both calls' tensors are gone; head_a still holds its arena.
+  EXPECT_EQ(dev.frees, 1);
+  EXPECT_EQ(dev.live(), 1u);
+  EXPECT_EQ(std::memcmp(kept.storage()->data(), blob.data() + 4096, 4096), 0);
+  kept = Tensor();
+  EXPECT_EQ(dev.frees, 2);
+  EXPECT_EQ(dev.live(), 0u);
+  EXPECT_EQ(dev.bad_frees, 0);
+}
+
+TEST(WeightStore, AllocationFailureNamesTheWeightsAndPlacesNothing) {
+  CountingDevice dev(DeviceType::CUDA);
+  dev.fail_allocation = true;
+  const auto entries = packed({4096, 4096});
+  const auto blob = random_blob(8192, 5);
+  WeightStore store(nullptr, kGpu, &dev);
+  auto tensors = store.place(entries, blob);
+  ASSERT_FALSE(tensors.ok());
+  EXPECT_EQ(tensors.error(), Error::OutOfMemory);
+  const std::string msg = kiln::last_error_message();
+  EXPECT_NE(msg.find("2 weights"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("fake device is full"), std::string::npos) << msg;
+  // Nothing was published: a later call places them.
+  dev.fail_allocation = false;
+  auto again = store.place(entries, blob);
+  ASSERT_TRUE(again.ok()) << kiln::last_error_message();
+  expect_placed(entries, *again, blob);
+}
+
+TEST(WeightStore, UploadFailureFreesTheArenaAndPublishesNothing) {
+  CountingDevice dev(DeviceType::CUDA);
+  dev.fail_upload = true;
+  const auto entries = packed({4096, 4096});
+  const auto blob = random_blob(8192, 6);
+  WeightStore store(nullptr, kGpu, &dev);
+  auto tensors = store.place(entries, blob);
+  ASSERT_FALSE(tensors.ok());
+  EXPECT_NE(kiln::last_error_message().find("fake upload failed"), std::string::npos);
+  EXPECT_EQ(dev.frees, 1);
+  EXPECT_EQ(dev.live(), 0u);
+  dev.fail_upload = false;
+  auto again = store.place(entries, blob);
+  ASSERT_TRUE(again.ok()) << kiln::last_error_message();
+  EXPECT_EQ(dev.allocations, 2);  // placed anew, not taken from the failed call
+  expect_placed(entries, *again, blob);
+}
+
+}  // namespace
