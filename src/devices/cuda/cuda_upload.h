@@ -23,8 +23,10 @@
 
 namespace kiln::cudadev {
 
-/// Uploads every region to `device` and waits for completion. Small uploads
-/// go straight through cudaMemcpy.
+/// Uploads every region to `device` and waits for completion. Regions that
+/// continue each other on host and device are merged first. Small uploads
+/// (below 64 MiB, or below two chunks once staging buffers are kept) go
+/// straight through cudaMemcpy.
 Error upload_regions(int device, std::span<const UploadRegion> regions);
 
 }  // namespace kiln::cudadev
