@@ -45,6 +45,9 @@ FALLBACKS = {"triton_only": False, "max_autotune": False, "sdpa": "fused"}  # be
 PLACED = re.compile(r"placed (\d+) weights \(([\d.]+) GB\) on (\S+?)(?: in one ([\d.]+) GB arena)?: "
                     r"allocation ([\d.]+) s, upload ([\d.]+) s(?: in (\d+) regions)? \(([\d.]+) GB/s\)")
 
+# The first large upload of a process pins its staging buffers (src/devices/cuda/cuda_upload.cpp).
+PINNED = re.compile(r"upload: pinned (\d+) staging buffers \((\d+) MiB\) in ([\d.]+) s")
+
 
 def log(msg: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
@@ -162,7 +165,10 @@ def load_once(path: Path, device: str):
         module.load_method("forward")
         load_s = time.perf_counter() - t0
     found = PLACED.findall(cap.text)
-    row = {"load_s": load_s, "log": [line for line in cap.text.splitlines() if "placed" in line]}
+    row = {"load_s": load_s, "log": [line for line in cap.text.splitlines() if "placed" in line or "pinned" in line]}
+    if pinned := PINNED.findall(cap.text):
+        row["pinned_mib"] = sum(int(p[1]) for p in pinned)
+        row["pinning_s_summed"] = sum(float(p[2]) for p in pinned)
     if found:
         n, gb, _dev, arena_gb, alloc_s, upload_s, regions, _gbs = found[-1]
         row.update({"placed": int(n), "uploaded_gb": float(gb), "arena_gb": float(arena_gb) if arena_gb else None,
@@ -222,7 +228,9 @@ def main() -> int:
         rows.append(row)
         log(f"load {i + 1}: {row['load_s']:.4f} s total; " +
             (f"allocation {row['alloc_s']:.4f} s, upload {row['upload_s']:.4f} s in {row['regions']} regions"
-             if "upload_s" in row else "no 'placed' line in the log"))
+             if "upload_s" in row else "no 'placed' line in the log") +
+            (f" (pinned {row['pinned_mib']} MiB of staging: {row['pinning_s_summed']:.4f} s summed over workers)"
+             if "pinned_mib" in row else ""))
 
     # Outputs of the last loaded module against eager bf16 and an fp32 reference.
     failures = []

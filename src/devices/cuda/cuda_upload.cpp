@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -12,6 +14,7 @@
 
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/cuda_thread_state.h"
+#include "kiln/log.h"
 
 namespace kiln::cudadev {
 namespace {
@@ -52,11 +55,20 @@ class StagingBuffers {
       }
     }
     void* p = nullptr;
+    const auto start = std::chrono::steady_clock::now();
     KILN_RETURN_IF_ERROR(cuda_status(cudaHostAlloc(&p, kChunkBytes, cudaHostAllocPortable),
                                      "cudaHostAlloc of a " + std::to_string(kChunkBytes >> 20) +
                                          " MiB staging buffer"));
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    pinned_count_.fetch_add(1);
+    pinned_ns_.fetch_add(static_cast<uint64_t>(ns.count()));
     return p;
   }
+
+  /// Buffers pinned so far and the time their cudaHostAlloc took (summed over
+  /// threads): the first large upload pays it, later ones reuse the buffers.
+  uint64_t pinned_count() const { return pinned_count_.load(); }
+  uint64_t pinned_ns() const { return pinned_ns_.load(); }
 
   void give_back(void* p) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -74,6 +86,8 @@ class StagingBuffers {
   std::mutex mutex_;
   std::vector<void*> free_;
   bool kept_ = false;
+  std::atomic<uint64_t> pinned_count_{0};
+  std::atomic<uint64_t> pinned_ns_{0};
 };
 
 // One worker: two pinned buffers, one stream, one event per buffer.
@@ -170,6 +184,8 @@ Error upload_regions(int device, std::span<const UploadRegion> given) {
   // idle worker would still make a stream and take two staging buffers.
   const unsigned workers = static_cast<unsigned>(std::min<size_t>(
       std::clamp<unsigned>(std::thread::hardware_concurrency() / 2, 1, kMaxWorkers), chunks.size()));
+  StagingBuffers& staging = StagingBuffers::instance();
+  const uint64_t pinned_before = staging.pinned_count(), pinned_ns_before = staging.pinned_ns();
   std::atomic<size_t> next{0};
   std::vector<Error> status(workers, Error::Ok);
   std::vector<std::string> messages(workers);
@@ -186,6 +202,13 @@ Error upload_regions(int device, std::span<const UploadRegion> given) {
     });
   }
   for (std::thread& t : threads) t.join();
+  if (const uint64_t pinned = staging.pinned_count() - pinned_before; pinned > 0) {
+    char line[160];
+    std::snprintf(line, sizeof line, "upload: pinned %llu staging buffers (%llu MiB) in %.4f s (summed over %u workers)",
+                  static_cast<unsigned long long>(pinned), static_cast<unsigned long long>(pinned * (kChunkBytes >> 20)),
+                  (staging.pinned_ns() - pinned_ns_before) / 1e9, workers);
+    KILN_LOG(Info, line);
+  }
   for (unsigned w = 0; w < workers; ++w)
     if (status[w] != Error::Ok) return set_error(status[w], "uploading weights: " + messages[w]);
   return Error::Ok;
