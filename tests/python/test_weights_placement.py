@@ -150,3 +150,62 @@ def test_unloading_releases_placed_weights(tmp_path):
         cycle()
     grown = anonymous_kib() - before
     assert grown < 40 * 1024, f"anonymous memory grew by {grown} KiB over 100 cycles (each leaked copy is 4096 KiB)"
+
+
+class OddBuffers(nn.Module):
+    """Buffers of odd sizes (7, 13 and 1001 floats: 28, 52 and 4004 bytes), so
+    their neighbours in the blob are not 256-byte aligned: Kiln copies buffers
+    into one arena per method, each constant aligned on its own."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(16, 1001)
+        self.register_buffer("a", torch.randn(7))
+        self.register_buffer("b", torch.randn(13))
+        self.register_buffer("c", torch.randn(1001))
+
+    def forward(self, x):
+        y = self.proj(x) * self.c
+        return torch.cat([y, (x[:, :7] * self.a), (x[:, :13] + self.b)], dim=1)
+
+
+class Wrapped(nn.Module):
+    """The same OddBuffers under the same attribute name: same FQNs in every method."""
+
+    def __init__(self, inner: OddBuffers, scale: float):
+        super().__init__()
+        self.inner = inner
+        self.scale = scale
+
+    def forward(self, x):
+        return self.inner(x) * self.scale
+
+
+def test_odd_sized_buffers_in_one_arena_shared_between_methods(tmp_path):
+    """Two methods use the same module (same FQNs and bytes): the second takes the
+    first's buffers, both match eager, and unloading one method keeps the other's
+    shared buffers alive."""
+    torch.manual_seed(2)
+    inner = OddBuffers().eval()
+    models = {"once": Wrapped(inner, 1.0).eval(), "twice": Wrapped(inner, 2.0).eval()}
+    x = torch.randn(3, 16)
+    eps = {name: torch.export.export(m, (x,)) for name, m in models.items()}
+    path = tmp_path / "odd_buffers.kiln"
+    program = kiln.export(eps, backend="cpu", verbose=False)
+    program.save(str(path))
+    for name in eps:
+        rows = [line.split("\t") for line in program.methods[name].metadata["aoti_constants"].splitlines()]
+        # (Inductor may inline the smallest one.)
+        assert {"inner.b", "inner.c"} <= {r[1] for r in rows if r[3] == "Buffer"}, rows
+    module = Module(str(path))
+    module.load({"aoti": {"weights": "kiln"}})
+    module.load_method("once")
+    module.load_method("twice")
+    module.unload_method("once")  # its arena holds the buffers "twice" shares
+    for name in ("twice", "once", "twice"):
+        xi = torch.randn(3, 16)  # fresh values, the exported shape
+        (got,) = module.execute(name, [xi.numpy()])
+        with torch.no_grad():
+            want = models[name](xi).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    module.close()
