@@ -69,10 +69,12 @@ def cuda_api_per_call(fn, calls=20) -> str:
             continue
         device_us = getattr(e, "device_time_total", getattr(e, "cuda_time_total", 0)) / calls
         rows.append((e.self_cpu_time_total / calls, device_us, e.count / calls, name[:70]))
-    rows.sort(reverse=True)
-    lines = [f"    {'host us/call':>12} {'GPU us/call':>11} {'n/call':>7}  name"]
-    lines += [f"    {h:12.1f} {d:11.1f} {n:7.1f}  {name}" for h, d, n, name in rows[:18]]
-    return "\n".join(lines)
+    header = f"    {'host us/call':>12} {'GPU us/call':>11} {'n/call':>7}  name"
+    show = lambda picked: [f"    {h:12.1f} {d:11.1f} {n:7.1f}  {name}" for h, d, n, name in picked]  # noqa: E731
+    by_host = sorted(rows, reverse=True)[:18]
+    # Kernels take no host time of their own: listed apart, by GPU time.
+    by_gpu = sorted((r for r in rows if r[0] == 0 and r[1] > 0), key=lambda r: -r[1])[:15]
+    return "\n".join([header] + show(by_host) + ["    kernels by GPU time:", header] + show(by_gpu))
 
 
 def python_profile(fn, calls=200) -> str:
