@@ -1,11 +1,13 @@
 // Kiln's attention kernels side by side on the GPU: the scalar tiled kernel
-// against the tensor-core kernel, on the same inputs, called directly (no
+// against the kernel plan_attention picks (the tensor-core kernel for
+// prefill, split-KV for decode), on the same inputs, called directly (no
 // shims, no model). Built with -DKILN_WITH_CUDA=ON as <build>/kiln-attention-bench.
 //   <build>/kiln-attention-bench [iterations=20]
 // Prints one line per problem: milliseconds per call (median of 5 runs of
 // `iterations` back-to-back launches, timed with CUDA events) for each
-// kernel, the speed-up, the tensor-core kernel's TFLOP/s, and the largest
-// difference between the two outputs (a sanity check, not a test).
+// kernel, the speed-up, the planned kernel's TFLOP/s, and the largest
+// difference between the two outputs (a sanity check, not a test). Exits
+// non-zero when the planner does not pick the kernel a problem expects.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -61,26 +63,29 @@ float from_bits(uint16_t b, DType dt) {
   return f;
 }
 
+enum class Expect { TensorCores, SplitKV };
+
 struct Problem {
   DType dtype;
-  int64_t B, H, L, S, E;
+  int64_t B, H, Hk, L, S, E;  // H query heads over Hk key/value heads
   bool causal;
+  Expect expect;  // the kernel plan_attention must pick
 };
 
-// Median milliseconds per launch of `plan`.
-double time_plan(const AttentionParams& p, const AttentionPlan& plan, int iters) {
+// Median milliseconds per launch of `plan` (`workspace`: its scratch, or null).
+double time_plan(const AttentionParams& p, const AttentionPlan& plan, void* workspace, int iters) {
   cudaEvent_t start, stop;
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
   for (int i = 0; i < 3; ++i)  // warm-up (module loading, clocks)
-    if (kiln::cudadev::launch_attention(p, plan, nullptr, nullptr) != kiln::Error::Ok) {
+    if (kiln::cudadev::launch_attention(p, plan, workspace, nullptr) != kiln::Error::Ok) {
       std::fprintf(stderr, "launch failed: %s\n", kiln::last_error_message().c_str());
       std::exit(1);
     }
   std::vector<double> runs;
   for (int r = 0; r < 5; ++r) {
     CHECK_CUDA(cudaEventRecord(start));
-    for (int i = 0; i < iters; ++i) (void)kiln::cudadev::launch_attention(p, plan, nullptr, nullptr);
+    for (int i = 0; i < iters; ++i) (void)kiln::cudadev::launch_attention(p, plan, workspace, nullptr);
     CHECK_CUDA(cudaEventRecord(stop));
     CHECK_CUDA(cudaEventSynchronize(stop));
     float ms = 0;
@@ -96,7 +101,7 @@ double time_plan(const AttentionParams& p, const AttentionPlan& plan, int iters)
 
 void run(const Problem& pr, int iters) {
   const size_t q_n = static_cast<size_t>(pr.B * pr.H * pr.L * pr.E),
-               kv_n = static_cast<size_t>(pr.B * pr.H * pr.S * pr.E);
+               kv_n = static_cast<size_t>(pr.B * pr.Hk * pr.S * pr.E);
   std::mt19937 rng(1234);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   auto random_bits = [&](size_t n) {
@@ -121,14 +126,15 @@ void run(const Problem& pr, int iters) {
   p.v = v;
   p.dtype = pr.dtype;
   p.B = pr.B;
-  p.Hq = p.Hk = pr.H;
+  p.Hq = pr.H;
+  p.Hk = pr.Hk;
   p.L = pr.L;
   p.S = pr.S;
   p.E = p.Ev = pr.E;
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(pr.E)));
   p.causal = pr.causal;
   const int64_t q_str[4] = {pr.H * pr.L * pr.E, pr.L * pr.E, pr.E, 1};
-  const int64_t kv_str[4] = {pr.H * pr.S * pr.E, pr.S * pr.E, pr.E, 1};
+  const int64_t kv_str[4] = {pr.Hk * pr.S * pr.E, pr.S * pr.E, pr.E, 1};
   for (int d = 0; d < 4; ++d) {
     p.q_strides[d] = p.out_strides[d] = q_str[d];
     p.k_strides[d] = p.v_strides[d] = kv_str[d];
@@ -141,14 +147,26 @@ void run(const Problem& pr, int iters) {
   pc.out = out_tc;
   const AttentionPlan tiled;  // default plan: the tiled kernel
   const AttentionPlan tc = kiln::cudadev::plan_attention(pc, sms, true);
-  if (!tc.tensor_core) {
+  if (pr.expect == Expect::TensorCores && !tc.tensor_core) {
     std::fprintf(
         stderr, "the planner does not pick the tensor-core kernel here: %s\n",
         kiln::cudadev::mma_attention_unsupported(pc) ? kiln::cudadev::mma_attention_unsupported(pc) : "?");
     std::exit(1);
   }
-  const double ms_tiled = time_plan(pt, tiled, iters);
-  const double ms_tc = time_plan(pc, tc, iters);
+  if (pr.expect == Expect::SplitKV && (tc.tensor_core || tc.splits < 1)) {
+    std::fprintf(stderr, "the planner does not pick the split-KV kernel for L=%lld S=%lld E=%lld\n",
+                 static_cast<long long>(pr.L), static_cast<long long>(pr.S), static_cast<long long>(pr.E));
+    std::exit(1);
+  }
+  void* workspace = nullptr;
+  if (tc.workspace_bytes > 0) CHECK_CUDA(cudaMalloc(&workspace, tc.workspace_bytes));
+  const double ms_tiled = time_plan(pt, tiled, nullptr, iters);
+  const double ms_tc = time_plan(pc, tc, workspace, iters);
+  char plan_name[32];
+  if (tc.tensor_core)
+    std::snprintf(plan_name, sizeof(plan_name), "tcore");
+  else
+    std::snprintf(plan_name, sizeof(plan_name), "split%lld", static_cast<long long>(tc.splits));
 
   std::vector<uint16_t> a(q_n), b(q_n);
   CHECK_CUDA(cudaMemcpy(a.data(), out_tiled, q_n * 2, cudaMemcpyDeviceToHost));
@@ -159,12 +177,13 @@ void run(const Problem& pr, int iters) {
         max_diff, static_cast<double>(std::fabs(from_bits(a[i], pr.dtype) - from_bits(b[i], pr.dtype))));
   // 2 matmuls of 2 * L * S * E flops each; causal does about half of them.
   const double flops = 4.0 * pr.B * pr.H * pr.L * pr.S * pr.E * (pr.causal ? 0.5 : 1.0);
-  std::printf("%-9s %2lld %3lld %5lld %5lld %4lld %-6s %10.4f %10.4f %8.1fx %9.1f %10.2e\n",
+  std::printf("%-9s %2lld %3lld %3lld %5lld %5lld %4lld %-6s %-8s %10.4f %10.4f %8.1fx %9.1f %10.2e\n",
               kiln::dtype_name(pr.dtype), static_cast<long long>(pr.B), static_cast<long long>(pr.H),
-              static_cast<long long>(pr.L), static_cast<long long>(pr.S), static_cast<long long>(pr.E),
-              pr.causal ? "yes" : "no", ms_tiled, ms_tc, ms_tiled / ms_tc, flops / (ms_tc * 1e-3) / 1e12,
-              max_diff);
-  for (void* ptr : {q, k, v, out_tiled, out_tc}) CHECK_CUDA(cudaFree(ptr));
+              static_cast<long long>(pr.Hk), static_cast<long long>(pr.L), static_cast<long long>(pr.S),
+              static_cast<long long>(pr.E), pr.causal ? "yes" : "no", plan_name, ms_tiled, ms_tc, ms_tiled / ms_tc,
+              flops / (ms_tc * 1e-3) / 1e12, max_diff);
+  for (void* ptr : {q, k, v, out_tiled, out_tc, workspace})
+    if (ptr != nullptr) CHECK_CUDA(cudaFree(ptr));
 }
 
 }  // namespace
@@ -183,13 +202,22 @@ int main(int argc, char** argv) {
   }
   std::printf("%s (sm_%d%d, %d SMs); ms per call, median of 5 x %d launches\n", prop.name, prop.major,
               prop.minor, prop.multiProcessorCount, iters);
-  std::printf("%-9s %2s %3s %5s %5s %4s %-6s %10s %10s %9s %9s %10s\n", "dtype", "B", "H", "L", "S", "E",
-              "causal", "tiled ms", "tcore ms", "speed-up", "TFLOP/s", "max|diff|");
+  std::printf("%-9s %2s %3s %3s %5s %5s %4s %-6s %-8s %10s %10s %9s %9s %10s\n", "dtype", "B", "H", "Hkv", "L",
+              "S", "E", "causal", "plan", "tiled ms", "plan ms", "speed-up", "TFLOP/s", "max|diff|");
+  constexpr Expect kTc = Expect::TensorCores;
   const Problem problems[] = {
-      {DType::BFloat16, 1, 16, 512, 512, 64, true},   {DType::BFloat16, 1, 16, 1024, 1024, 64, true},
-      {DType::BFloat16, 1, 16, 2048, 2048, 64, true}, {DType::BFloat16, 1, 16, 1024, 1024, 64, false},
-      {DType::Float16, 1, 16, 1024, 1024, 64, true},  {DType::BFloat16, 1, 16, 1024, 1024, 128, true},
-      {DType::BFloat16, 4, 16, 2048, 2048, 64, true},
+      {DType::BFloat16, 1, 16, 16, 512, 512, 64, true, kTc},
+      {DType::BFloat16, 1, 16, 16, 1024, 1024, 64, true, kTc},
+      {DType::BFloat16, 1, 16, 16, 2048, 2048, 64, true, kTc},
+      {DType::BFloat16, 1, 16, 16, 1024, 1024, 64, false, kTc},
+      {DType::Float16, 1, 16, 16, 1024, 1024, 64, true, kTc},
+      {DType::BFloat16, 1, 16, 16, 1024, 1024, 128, true, kTc},
+      {DType::BFloat16, 4, 16, 16, 2048, 2048, 64, true, kTc},
+      // Gemma 3 style: head dim 256, 8 query heads over 1 key/value head.
+      {DType::BFloat16, 1, 8, 1, 512, 512, 256, true, kTc},
+      {DType::BFloat16, 1, 8, 1, 2048, 2048, 256, true, kTc},
+      {DType::Float16, 1, 8, 1, 512, 512, 256, true, kTc},
+      {DType::BFloat16, 1, 8, 1, 1, 1024, 256, false, Expect::SplitKV},  // decode against a 1024-key cache
   };
   for (const Problem& pr : problems) run(pr, iters);
   return 0;

@@ -1,10 +1,10 @@
 // The attention kernels called directly (not through the SDPA shims): the
 // planner's choice, and the tensor-core kernel against the double-precision
-// reference over the shapes it takes (head dim 64 and 128, query lengths that
-// are and are not multiples of its 64-row tile, S != L both ways, grouped-query
-// heads, causal, boolean / half / float32 masks with fully masked rows and
-// fully masked 64-key tiles, strided q/k/v/out). The scalar tiled kernel runs
-// on the same inputs as a second opinion.
+// reference over the shapes it takes (head dim 64, 128 and 256, query lengths
+// that are and are not multiples of its 64-row tile, S != L both ways,
+// grouped-query heads up to 8:1, causal, boolean / half / float32 masks with
+// fully masked rows and fully masked key tiles, strided q/k/v/out). The scalar
+// tiled kernel runs on the same inputs as a second opinion.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -35,19 +35,19 @@ void copy_strides(const std::vector<int64_t>& from, int64_t (&to)[4]) {
 }
 
 // A well-formed float16 problem at 16-byte-aligned fake addresses, for the
-// planner (which never dereferences them).
-AttentionParams planner_params(int64_t L, int64_t S, int64_t E) {
+// planner (which never dereferences them): 16 query heads over Hk k/v heads.
+AttentionParams planner_params(int64_t L, int64_t S, int64_t E, int64_t Hq = 16, int64_t Hk = 16) {
   AttentionParams p;
   p.q = p.k = p.v = reinterpret_cast<const void*>(uintptr_t{0x10000});
   p.out = reinterpret_cast<void*>(uintptr_t{0x20000});
   p.dtype = DType::Float16;
   p.B = 1;
-  p.Hq = 16;
-  p.Hk = 16;
+  p.Hq = Hq;
+  p.Hk = Hk;
   p.L = L;
   p.S = S;
   p.E = p.Ev = E;
-  const int64_t q_str[4] = {16 * L * E, L * E, E, 1}, kv_str[4] = {16 * S * E, S * E, E, 1};
+  const int64_t q_str[4] = {Hq * L * E, L * E, E, 1}, kv_str[4] = {Hk * S * E, S * E, E, 1};
   for (int d = 0; d < 4; ++d) {
     p.q_strides[d] = p.out_strides[d] = q_str[d];
     p.k_strides[d] = p.v_strides[d] = kv_str[d];
@@ -55,7 +55,7 @@ AttentionParams planner_params(int64_t L, int64_t S, int64_t E) {
   return p;
 }
 
-TEST(CudaAttentionPlanner, TensorCoresForHalfTypesWithHeadDim64Or128) {
+TEST(CudaAttentionPlanner, TensorCoresForHalfTypesWithHeadDim64To256) {
   const int sms = 132;
   AttentionParams p = planner_params(512, 512, 64);
   EXPECT_TRUE(kiln::cudadev::plan_attention(p, sms, true).tensor_core);
@@ -68,6 +68,18 @@ TEST(CudaAttentionPlanner, TensorCoresForHalfTypesWithHeadDim64Or128) {
 
   p = planner_params(300, 700, 128);
   EXPECT_TRUE(kiln::cudadev::plan_attention(p, sms, true).tensor_core);
+  // Gemma-style head dim 256: prefill with 8 query heads over 1 k/v head.
+  for (DType dt : {DType::Float16, DType::BFloat16})
+    for (int64_t len : {512, 2048, 17}) {
+      p = planner_params(len, len, 256, 8, 1);
+      p.dtype = dt;
+      p.causal = true;
+      EXPECT_EQ(kiln::cudadev::mma_attention_unsupported(p), nullptr) << "L=S=" << len;
+      EXPECT_TRUE(kiln::cudadev::plan_attention(p, sms, true).tensor_core) << "head dim 256, L=S=" << len;
+    }
+  p = planner_params(300, 300, 256);
+  p.Ev = 128;
+  EXPECT_FALSE(kiln::cudadev::plan_attention(p, sms, true).tensor_core) << "E 256 != Ev 128";
   p = planner_params(300, 300, 96);
   EXPECT_FALSE(kiln::cudadev::plan_attention(p, sms, true).tensor_core) << "head dim 96";
   p = planner_params(300, 300, 64);
@@ -93,6 +105,16 @@ TEST(CudaAttentionPlanner, TensorCoresForHalfTypesWithHeadDim64Or128) {
   // ... but a query just past the split limit takes the tensor cores.
   p = planner_params(17, 4096, 64);
   EXPECT_TRUE(kiln::cudadev::plan_attention(p, sms, true).tensor_core);
+  // Gemma-style decode (1 row against a 1024-key cache, 8 query heads over 1
+  // k/v head, head dim 256): split-KV, in several chunks so the grid is not
+  // the 2 blocks of one chunk, and its workspace holds every chunk's partials.
+  p = planner_params(1, 1024, 256, 8, 1);
+  const AttentionPlan gemma_decode = kiln::cudadev::plan_attention(p, sms, true);
+  EXPECT_FALSE(gemma_decode.tensor_core);
+  EXPECT_GT(gemma_decode.splits, 1);
+  EXPECT_GE(gemma_decode.splits * gemma_decode.chunk, 1024);
+  EXPECT_GE(gemma_decode.workspace_bytes,
+            sizeof(float) * static_cast<size_t>(8 * gemma_decode.splits * (256 + 2)));
 
   // The launcher refuses a tensor-core plan the call does not fit.
   p = planner_params(300, 300, 96);
@@ -144,9 +166,10 @@ TEST_P(CudaAttentionTensorCores, MatchesReference) {
       {1, 2, 2, 70, 200},   // L < S
       {1, 3, 3, 257, 257},  // 5 query tiles, the last with one row
       {1, 1, 1, 17, 300},   // just past the split-KV query limit
+      {1, 8, 1, 96, 160},   // grouped-query 8:1, as Gemma's (one k/v head)
   };
   int runs = 0;
-  for (int64_t E : {64, 128})
+  for (int64_t E : {64, 128, 256})
     for (size_t ci = 0; ci < sizeof(cases) / sizeof(cases[0]); ++ci)
       for (bool causal : {false, true})
         for (Mask mask : {Mask::None, Mask::Bool, Mask::Half, Mask::Float32}) {
@@ -291,7 +314,7 @@ TEST_P(CudaAttentionTensorCores, MatchesReference) {
           }
           ++runs;
         }
-  EXPECT_EQ(runs, 2 * 6 * 2 * 4);
+  EXPECT_EQ(runs, 3 * 7 * 2 * 4);
 }
 
 INSTANTIATE_TEST_SUITE_P(HalfTypes, CudaAttentionTensorCores,

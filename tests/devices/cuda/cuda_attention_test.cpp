@@ -60,10 +60,12 @@ TEST_P(CudaAttention, FlashCausalAndScaledWithAuxOutputs) {
   const Case cases[] = {{{2, 3, 3, 40, 40, 64, 64}, true, 0},
                         {{1, 2, 2, 33, 70, 32, 32}, false, 0.3},
                         {{2, 4, 2, 17, 29, 64, 64}, true, 0},      // grouped-query, L != S (upper-left causal)
-                        {{1, 2, 2, 20, 45, 256, 256}, false, 0},   // large head dim: > 48 KB shared memory
+                        // Head dim 256: > 48 KB of shared memory in either kernel.
+                        {{1, 2, 2, 20, 45, 256, 256}, false, 0},
                         // float16/bfloat16 on sm_80+: the tensor-core kernel
-                        // (head dims 64 and 128, partial last tiles, GQA, S != L).
+                        // (head dims 64, 128 and 256, partial last tiles, GQA, S != L).
                         {{1, 4, 2, 200, 200, 128, 128}, true, 0},
+                        {{1, 8, 1, 130, 130, 256, 256}, true, 0},  // Gemma-style: GQA 8:1
                         {{2, 2, 2, 96, 160, 64, 64}, false, 0.25},
                         {{1, 2, 2, 150, 90, 64, 64}, true, 0}};
   for (const Case& c : cases) {
@@ -183,7 +185,7 @@ TEST_P(CudaAttention, CudnnVariantLayoutsAndValueHeadDim) {
   EXPECT_EQ(max_k, s.S);
 }
 
-// Decode-shaped problems (1 or 3 query rows, 8 query heads over 2 or 4
+// Decode-shaped problems (1 or 3 query rows, 8 query heads over 1, 2 or 4
 // key/value heads): the tiled grid would be a handful of blocks, so these run
 // the split-KV path (key chunks in separate blocks, merged by a second
 // kernel), a single chunk when few keys are visible (S = 1, 31, or causal,
@@ -202,7 +204,7 @@ TEST_P(CudaAttention, DecodeShapesSplitKeys) {
   for (int64_t L : {1, 3})
     for (int64_t S : {1, 31, 1024, 4097})
       for (const auto& d : dims)
-        for (int64_t Hk : {2, 4})
+        for (int64_t Hk : {1, 2, 4})
           for (bool causal : {false, true})
             for (Mask mask : {Mask::None, Mask::Bool, Mask::Float}) {
               const Shape s{1, 8, Hk, L, S, d[0], d[1]};
@@ -283,7 +285,7 @@ TEST_P(CudaAttention, DecodeShapesSplitKeys) {
               expect_close(got_finite, want_finite, 1e-4, what + " logsumexp");
               ++cases;
             }
-  EXPECT_EQ(cases, 2 * 4 * 4 * 2 * 2 * 3);
+  EXPECT_EQ(cases, 2 * 4 * 4 * 3 * 2 * 3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaAttention, ::testing::Values(DType::Float32, DType::Float16, DType::BFloat16),

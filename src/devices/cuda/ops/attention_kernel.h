@@ -16,7 +16,7 @@
 // chunk's keys among themselves; each block leaves an un-normalised partial
 // result (row max, row sum, fp32 accumulator) in a workspace and a small
 // second kernel merges the chunks. For everything else in float16/bfloat16
-// with head dim 64 or 128 on sm_80+, a tensor-core kernel
+// with head dim 64, 128 or 256 on sm_80+, a tensor-core kernel
 // (attention_mma_kernel.h) does the work of the tiled one several times
 // faster. plan_attention chooses among them and sizes the workspace.
 #pragma once

@@ -34,9 +34,26 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kBlockM = kWarps * 16;  // query rows per block: 16 per warp
-constexpr int kBlockN = 64;           // keys per shared-memory K/V tile
 constexpr int kPad = 8;               // halves (16 bytes) of padding per shared row: see kPitch
-static_assert(kBlockM == kBlockN, "Q and K/V tiles share one row-copy routine (64 rows each)");
+
+// Keys per shared-memory K/V tile: 64, but 32 for head dim 256. There each
+// warp's fp32 output accumulator is already 16 x 256 / 32 = 128 registers per
+// thread, so the 64-key tile's 32 score registers would crowd the register
+// file, and four 64-key buffers of 528-byte rows (plus Q) would take 165 KB of
+// shared memory, one block per SM; 32-key tiles take 99 KB (see smem_bytes).
+template <int D>
+constexpr int block_n() {
+  return D <= 128 ? 64 : 32;
+}
+
+// Whether a warp keeps Q's A fragments in registers for the whole key loop
+// (head dims 64 and 128: 16 / 32 registers) or re-reads them from the Q tile
+// in shared memory at every k16 step (head dim 256: another 64 registers next
+// to the 128-register accumulator would not fit without spilling).
+template <int D>
+constexpr bool q_in_registers() {
+  return D <= 128;
+}
 
 // Halves per shared-memory row of a D-wide tile. The 16-byte pad makes the
 // row pitch (D + 8) / 2 = 4 (mod 32) words, so the 8 rows g = 0..7 that one
@@ -48,12 +65,17 @@ constexpr int pitch() {
   return D + kPad;
 }
 
-// Q [kBlockM][pitch], then K [2][kBlockN][pitch], then V [2][kBlockN][pitch]
+// Q [kBlockM][pitch], then K [2][block_n][pitch], then V [2][block_n][pitch]
 // (two buffers each: tile i + 1 lands while tile i is used).
 template <int D>
 constexpr size_t smem_bytes() {
-  return sizeof(uint16_t) * static_cast<size_t>(pitch<D>()) * (kBlockM + 4 * kBlockN);
+  return sizeof(uint16_t) * static_cast<size_t>(pitch<D>()) * (kBlockM + 4 * block_n<D>());
 }
+// Above 48 KB the launch opts in (cudaFuncSetAttribute). 99 KB is the
+// smallest opt-in limit among sm_80+ GPUs (sm_86, sm_89, sm_120), so every
+// device that runs this kernel can launch every head dim.
+static_assert(smem_bytes<64>() <= 99 * 1024 && smem_bytes<128>() <= 99 * 1024 && smem_bytes<256>() <= 99 * 1024,
+              "a tile configuration exceeds the 99 KB of shared memory per block that every sm_80+ GPU offers");
 
 // Device code exists for sm_80+ only (mma.sync m16n8k16 and cp.async need
 // it); the host pass sees it too, so the kernel's launch stub compiles. An
@@ -139,17 +161,17 @@ __device__ inline void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row_addr)
 
 __device__ inline uint32_t lds32(const uint16_t* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
-// Starts copying rows row0 .. row0 + 63 of a [rows][D] matrix (row stride
-// `stride` elements, dims contiguous) into a [64][pitch] shared tile; rows at
-// or past `rows` are zero-filled. Consecutive threads copy consecutive 16-byte
-// chunks of a row, so each row is one coalesced D * 2-byte read.
-template <int D, typename T>
+// Starts copying rows row0 .. row0 + kRows - 1 of a [rows][D] matrix (row
+// stride `stride` elements, dims contiguous) into a [kRows][pitch] shared
+// tile; rows at or past `rows` are zero-filled. Consecutive threads copy
+// consecutive 16-byte chunks of a row, so each row is one coalesced D * 2-byte read.
+template <int D, int kRows, typename T>
 __device__ inline void copy_tile_async(uint16_t* dst, const T* src, int64_t stride, int64_t row0,
                                        int64_t rows) {
   constexpr int kChunks = D / 8;  // 16-byte chunks per row
-  static_assert((kBlockN * kChunks) % kThreads == 0, "every thread copies the same number of chunks");
+  static_assert((kRows * kChunks) % kThreads == 0, "every thread copies the same number of chunks");
 #pragma unroll
-  for (int i = 0; i < kBlockN * kChunks / kThreads; ++i) {
+  for (int i = 0; i < kRows * kChunks / kThreads; ++i) {
     const int c = i * kThreads + static_cast<int>(threadIdx.x);
     const int r = c / kChunks, ch = c % kChunks;
     const int64_t row = row0 + r;
@@ -167,6 +189,8 @@ template <typename T, int D>
 __global__ void __launch_bounds__(kThreads) mma_attention_kernel(AttentionParams p, int m_tiles) {
 #ifdef KILN_MMA_ATTENTION_CODE
   constexpr int kPitch = pitch<D>();
+  constexpr int kBlockN = block_n<D>();  // keys per K/V tile
+  constexpr bool kQInRegs = q_in_registers<D>();
   constexpr int kKSteps = D / 16;        // k16 steps of S = Q K^T over the head dim
   constexpr int kDTiles = D / 8;         // n8 tiles of the output row (head dim of V)
   constexpr int kNTiles = kBlockN / 8;   // n8 tiles of scores per key tile
@@ -197,9 +221,9 @@ __global__ void __launch_bounds__(kThreads) mma_attention_kernel(AttentionParams
   const int64_t n_tiles = (n_end + kBlockN - 1) / kBlockN;  // >= 1: S >= 1 (host-checked)
 
   // Group 0: the Q tile and K/V tile 0.
-  copy_tile_async<D>(q_s, q, p.q_strides[2], m0, p.L);
-  copy_tile_async<D>(k_s, k, p.k_strides[2], 0, p.S);
-  copy_tile_async<D>(v_s, v, p.v_strides[2], 0, p.S);
+  copy_tile_async<D, kBlockM>(q_s, q, p.q_strides[2], m0, p.L);
+  copy_tile_async<D, kBlockN>(k_s, k, p.k_strides[2], 0, p.S);
+  copy_tile_async<D, kBlockN>(v_s, v, p.v_strides[2], 0, p.S);
   cp_async_commit();
 
   // This lane's two query rows (fragment rows g and g + 8 of the warp's 16).
@@ -221,8 +245,8 @@ __global__ void __launch_bounds__(kThreads) mma_attention_kernel(AttentionParams
       // Prefetch tile it + 1 into the other buffer (free: the __syncthreads at
       // the end of the previous iteration saw every warp finish with it).
       const int64_t next = (it + 1) * kBlockN;
-      copy_tile_async<D>(k_s + (buf ^ 1) * kBlockN * kPitch, k, p.k_strides[2], next, p.S);
-      copy_tile_async<D>(v_s + (buf ^ 1) * kBlockN * kPitch, v, p.v_strides[2], next, p.S);
+      copy_tile_async<D, kBlockN>(k_s + (buf ^ 1) * kBlockN * kPitch, k, p.k_strides[2], next, p.S);
+      copy_tile_async<D, kBlockN>(v_s + (buf ^ 1) * kBlockN * kPitch, v, p.v_strides[2], next, p.S);
       cp_async_commit();
       cp_async_wait<1>();  // everything but that prefetch has landed (this thread's copies)
     } else {
@@ -230,7 +254,7 @@ __global__ void __launch_bounds__(kThreads) mma_attention_kernel(AttentionParams
     }
     __syncthreads();  // ... and every other thread's copies too
 
-    if (it == 0) {
+    if (kQInRegs && it == 0) {
       // Q's A fragments, kept in registers for the whole key loop.
 #pragma unroll
       for (int kk = 0; kk < kKSteps; ++kk) {
@@ -243,16 +267,35 @@ __global__ void __launch_bounds__(kThreads) mma_attention_kernel(AttentionParams
       }
     }
 
-    // S = Q K^T for 16 rows x 64 keys: s[j] is the 16 x 8 tile of keys n0 + 8j ..
+    // S = Q K^T for 16 rows x kBlockN keys: s[j] is the 16 x 8 tile of keys n0 + 8j ..
     const uint16_t* kt = k_s + buf * kBlockN * kPitch;
     float s[kNTiles][4];
+    if constexpr (kQInRegs) {
 #pragma unroll
-    for (int j = 0; j < kNTiles; ++j) {
-      s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+      for (int j = 0; j < kNTiles; ++j) {
+        s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < kKSteps; ++kk) {
+          const uint16_t* kr = kt + (8 * j + g) * kPitch + kk * 16 + 2 * t;  // key 8j + g, dims 16kk + 2t ..
+          mma16816(T(), s[j], q_frag[kk], lds32(kr), lds32(kr + 8));
+        }
+      }
+    } else {
+      // Q fragments from shared memory (q_s is written once, by group 0, and
+      // never refilled), k-step outermost so each is loaded once per tile and
+      // only 4 of its registers are live at a time.
+#pragma unroll
+      for (int j = 0; j < kNTiles; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
 #pragma unroll
       for (int kk = 0; kk < kKSteps; ++kk) {
-        const uint16_t* kr = kt + (8 * j + g) * kPitch + kk * 16 + 2 * t;  // key 8j + g, dims 16kk + 2t ..
-        mma16816(T(), s[j], q_frag[kk], lds32(kr), lds32(kr + 8));
+        const uint16_t* lo = q_s + (warp * 16 + g) * kPitch + kk * 16 + 2 * t;
+        const uint16_t* hi = lo + 8 * kPitch;
+        const uint32_t qf[4] = {lds32(lo), lds32(hi), lds32(lo + 8), lds32(hi + 8)};  // as q_frag[kk] above
+#pragma unroll
+        for (int j = 0; j < kNTiles; ++j) {
+          const uint16_t* kr = kt + (8 * j + g) * kPitch + kk * 16 + 2 * t;  // key 8j + g, dims 16kk + 2t ..
+          mma16816(T(), s[j], qf, lds32(kr), lds32(kr + 8));
+        }
       }
     }
 
@@ -266,11 +309,13 @@ __global__ void __launch_bounds__(kThreads) mma_attention_kernel(AttentionParams
     if (check) {
       // Key column c of this tile exists iff c < key_end; row r of the block
       // (0..63) sees it under causal masking iff c <= r + diag; the row exists
-      // iff r < row_end.
+      // iff r < row_end. diag is clamped to a 32-bit range that decides the
+      // same: above kBlockN every row sees every column, below
+      // -(kBlockM + kBlockN) (< -kBlockM) none does.
       const int key_end = static_cast<int>(p.S - n0 < kBlockN ? p.S - n0 : kBlockN);
       const int64_t diag64 = m0 - n0;
-      const int diag =
-          static_cast<int>(diag64 > kBlockN ? kBlockN : (diag64 < -2 * kBlockN ? -2 * kBlockN : diag64));
+      constexpr int kDiagFloor = -(kBlockM + kBlockN);
+      const int diag = static_cast<int>(diag64 > kBlockN ? kBlockN : (diag64 < kDiagFloor ? kDiagFloor : diag64));
       const int row_end = static_cast<int>(p.L - m0 < kBlockM ? p.L - m0 : kBlockM);
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) {
@@ -441,7 +486,8 @@ std::atomic<int8_t> g_available[kMaxDevices];  // 0: not asked yet, 1: yes, -1: 
 
 const char* mma_attention_unsupported(const AttentionParams& p) {
   if (p.dtype != DType::Float16 && p.dtype != DType::BFloat16) return "its dtype is not float16 or bfloat16";
-  if (p.E != p.Ev || (p.E != 64 && p.E != 128)) return "its head dims are not 64/64 or 128/128";
+  if (p.E != p.Ev || (p.E != 64 && p.E != 128 && p.E != 256))
+    return "its head dims are not 64/64, 128/128 or 256/256";
   if (p.B <= 0 || p.Hq <= 0 || p.Hk <= 0 || p.Hq % p.Hk != 0 || p.L <= 0 || p.S <= 0)
     return "it is empty or its heads do not group";
   if (p.B * p.Hq > 65535) return "batch * heads exceeds the grid's y limit (65535)";
@@ -477,9 +523,18 @@ Error launch_mma_attention(const AttentionParams& p, cudaStream_t stream) {
   if (const char* why = mma_attention_unsupported(p))
     return set_error(Error::InvalidArgument,
                      std::string("the tensor-core attention kernel cannot run this call: ") + why);
-  if (p.dtype == DType::Float16)
-    return p.E == 64 ? launch_typed<__half, 64>(p, stream) : launch_typed<__half, 128>(p, stream);
-  return p.E == 64 ? launch_typed<__nv_bfloat16, 64>(p, stream) : launch_typed<__nv_bfloat16, 128>(p, stream);
+  if (p.dtype == DType::Float16) {
+    switch (p.E) {
+      case 64: return launch_typed<__half, 64>(p, stream);
+      case 128: return launch_typed<__half, 128>(p, stream);
+      default: return launch_typed<__half, 256>(p, stream);
+    }
+  }
+  switch (p.E) {
+    case 64: return launch_typed<__nv_bfloat16, 64>(p, stream);
+    case 128: return launch_typed<__nv_bfloat16, 128>(p, stream);
+    default: return launch_typed<__nv_bfloat16, 256>(p, stream);
+  }
 }
 
 }  // namespace kiln::cudadev

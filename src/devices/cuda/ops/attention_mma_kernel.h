@@ -1,5 +1,5 @@
 // The tensor-core attention kernel (forward only, FlashAttention-2 style) for
-// float16 / bfloat16 inputs with head dim 64 or 128 on sm_80 and newer.
+// float16 / bfloat16 inputs with head dim 64, 128 or 256 on sm_80 and newer.
 //
 // Same semantics as the kernels in attention_kernel.h (causal upper-left
 // masking, additive or boolean bias broadcast through strides, grouped-query
@@ -9,10 +9,13 @@
 //
 // Each block owns 64 query rows of one (batch, head); each of its 4 warps owns
 // 16 of them (one m16 row block of mma.sync.m16n8k16). Keys and values stream
-// through shared memory in 64-key tiles, double-buffered with cp.async, and
-// each warp keeps its scores, softmax state and fp32 output accumulator in
-// registers (the online softmax of FlashAttention-2: rescale the accumulator
-// when the running row max grows, normalise once at the end).
+// through shared memory in 64-key tiles (32-key for head dim 256),
+// double-buffered with cp.async, and each warp keeps its scores, softmax state
+// and fp32 output accumulator in registers (the online softmax of
+// FlashAttention-2: rescale the accumulator when the running row max grows,
+// normalise once at the end). Head dims 64 and 128 also keep the warp's Q
+// fragments in registers; head dim 256, whose accumulator alone is 128
+// registers per thread, re-reads them from shared memory.
 #pragma once
 
 #include <cuda_runtime_api.h>
