@@ -555,9 +555,16 @@ def kiln_cli() -> Path:
     return Path(os.environ.get("KILN_BUILD_DIR", ROOT / "build")) / "kiln"
 
 
+def cli_weight_check(args) -> list[str]:
+    """The CLI checks the weights' SHA-256 by default (about 1 GB/s); like the Python
+    engines, it skips the check unless --kiln-verify-weights, since the loader checks none."""
+    return [] if args.kiln_verify_weights else ["--option", "aoti.verify_weights=false"]
+
+
 def kiln_cli_timing(path: Path, args) -> dict:
     """`kiln run --repeat N`: the C++ path, with host inputs copied in and outputs out."""
     cmd = [str(kiln_cli()), "run", str(path), "--repeat", str(args.iters), "--int-range", "0,100"]
+    cmd += cli_weight_check(args)
     if args.device == "cuda":
         cmd += ["--option", f"aoti.stream={args.kiln_stream if args.kiln_stream != 'caller' else 'per_method'}"]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
@@ -591,8 +598,8 @@ def cold_start(bm, paths, args) -> dict:
     errors = []
     for _ in range(args.cold_runs):
         t = time.perf_counter()
-        p = subprocess.run([str(kiln_cli()), "run", str(paths["kiln"]), "--repeat", "0", "--int-range", "0,100"],
-                           capture_output=True, text=True, timeout=600)
+        p = subprocess.run([str(kiln_cli()), "run", str(paths["kiln"]), "--repeat", "0", "--int-range", "0,100",
+                            *cli_weight_check(args)], capture_output=True, text=True, timeout=600)
         if p.returncode == 0:
             kiln_t.append(time.perf_counter() - t)
         else:
