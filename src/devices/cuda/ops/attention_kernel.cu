@@ -3,6 +3,7 @@
 
 #include <math_constants.h>
 
+#include <cstdint>
 #include <string>
 
 #include "devices/cuda/cuda_check.h"
@@ -440,6 +441,255 @@ __global__ void __launch_bounds__(kThreads) attention_combine_kernel(AttentionPa
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// ---------------------------------------------------------------------------
+// Decode path for short float16/bfloat16 queries (see decode_unsupported).
+//
+// A block owns every flattened row g = head_in_group * L + query_index of one
+// (batch, key/value head) -- at most kDecodeRows of them -- and one chunk of
+// keys, which it walks kDecodeTile keys at a time: the tile's keys and values
+// are copied into shared memory with coalesced 16-byte loads (read once for
+// the whole GQA group), the scores of every (row, key) pair come from shared
+// memory, and an online softmax folds the tile into per-row running
+// (max, sum, accumulator). The chunk's partial goes to the split-KV workspace
+// and attention_combine_kernel merges the chunks (also for a single chunk).
+//
+// Thread roles (kDecodeThreads = 128, 4 warps):
+//  - scores: thread t scores key t % 64 of the tile against rows t / 64,
+//    t / 64 + 2, ... (the whole warp shares its rows, so q reads broadcast);
+//  - softmax and P @ V: warp w owns rows w, w + 4, w + 8, w + 12; lane owns
+//    output columns 8 * lane .. 8 * lane + 7. The running max/sum of a row
+//    live in registers of its warp (identical in every lane, as they come
+//    from butterfly reductions).
+
+constexpr int kDecodeRows = 16;     // flattened (GQA head, query) rows per block, at most
+constexpr int kDecodeTile = 64;     // keys staged in shared memory at a time
+constexpr int kDecodeThreads = 128;
+constexpr int kDecodeRowsPerWarp = kDecodeRows / 4;
+static_assert(kDecodeThreads == 2 * kDecodeTile, "scores: two threads per key, rows split by parity");
+static_assert(kDecodeTile == 64, "softmax: each lane takes keys lane and lane + 32");
+
+// Row stride (elements) of the staged keys: an odd number of 16-byte units,
+// so the 8 lanes of a quarter-warp reading 16 bytes from 8 consecutive keys
+// hit distinct bank groups.
+__host__ __device__ inline int64_t decode_key_stride(int64_t E) { return (E / 8) % 2 == 1 ? E : E + 8; }
+
+// Dynamic shared memory of the decode kernel: q rows and scores (fp32), then
+// the key and value tiles (input dtype, 2 bytes each).
+size_t decode_smem_bytes(int64_t E, int64_t Ev) {
+  return sizeof(float) * static_cast<size_t>(kDecodeRows * E + kDecodeRows * kDecodeTile) +
+         2 * static_cast<size_t>(kDecodeTile * decode_key_stride(E) + kDecodeTile * Ev);
+}
+
+template <typename T>
+struct PairOf;
+template <>
+struct PairOf<__half> {
+  using type = __half2;
+};
+template <>
+struct PairOf<__nv_bfloat16> {
+  using type = __nv_bfloat162;
+};
+__device__ inline float2 pair_to_float2(__half2 x) { return __half22float2(x); }
+__device__ inline float2 pair_to_float2(__nv_bfloat162 x) { return __bfloat1622float2(x); }
+
+// 8 consecutive 2-byte values (one 16-byte load) as floats.
+template <typename T>
+__device__ inline void unpack8(const uint4& raw, float (&f)[8]) {
+  using T2 = typename PairOf<T>::type;
+  const T2* h = reinterpret_cast<const T2*>(&raw);
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    const float2 x = pair_to_float2(h[t]);
+    f[2 * t] = x.x;
+    f[2 * t + 1] = x.y;
+  }
+}
+
+// Copies `n` rows (keys n0 ..) of `width` elements from global `src` (row
+// stride `stride`, 16-byte aligned rows) into `dst` (row stride `dst_stride`),
+// zero-filling rows n .. kDecodeTile - 1 so masked keys contribute 0 * 0, not
+// 0 * garbage. Four loads in flight per thread before their stores.
+template <typename T>
+__device__ inline void stage_tile(const T* src, int64_t stride, int n, int width, T* dst, int dst_stride) {
+  const int vecs = width / 8;
+  const int total = kDecodeTile * vecs;
+  for (int base = static_cast<int>(threadIdx.x); base < total; base += 4 * kDecodeThreads) {
+    uint4 r[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int idx = base + u * kDecodeThreads;
+      const int j = idx / vecs, cv = idx % vecs;
+      r[u] = make_uint4(0u, 0u, 0u, 0u);
+      if (idx < total && j < n) r[u] = *reinterpret_cast<const uint4*>(src + j * stride + cv * 8);
+    }
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int idx = base + u * kDecodeThreads;
+      const int j = idx / vecs, cv = idx % vecs;
+      if (idx < total) *reinterpret_cast<uint4*>(dst + j * dst_stride + cv * 8) = r[u];
+    }
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(AttentionParams p, SplitArgs a) {
+  extern __shared__ __align__(16) unsigned char decode_smem[];
+  const int E = static_cast<int>(p.E), Ev = static_cast<int>(p.Ev);
+  const int ks = static_cast<int>(decode_key_stride(p.E));
+  float* q_s = reinterpret_cast<float*>(decode_smem);  // [kDecodeRows][E]
+  float* p_s = q_s + kDecodeRows * E;                  // [kDecodeRows][kDecodeTile] scores, then probabilities
+  T* k_s = reinterpret_cast<T*>(p_s + kDecodeRows * kDecodeTile);  // [kDecodeTile][ks]
+  T* v_s = k_s + kDecodeTile * ks;                                 // [kDecodeTile][Ev]
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int warp = tid / 32, lane = tid % 32;
+  const int64_t c = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
+  const int64_t group = p.Hq / p.Hk;
+  const int rows = static_cast<int>(group * p.L);  // <= kDecodeRows (the launcher checks)
+
+  // The group's query rows (zeros past `rows`), as fp32.
+  const T* q = static_cast<const T*>(p.q);
+  for (int idx = tid; idx < kDecodeRows * E; idx += kDecodeThreads) {
+    const int r = idx / E, e = idx % E;
+    float x = 0.0f;
+    if (r < rows) {
+      const int64_t h = hk * group + r / p.L, i = r % p.L;
+      x = load_f(q, b * p.q_strides[0] + h * p.q_strides[1] + i * p.q_strides[2] + e * p.q_strides[3]);
+    }
+    q_s[idx] = x;
+  }
+
+  // This chunk's keys; upper-left causal rows see no key at or past L.
+  const int64_t kv_end = p.causal && p.L < p.S ? p.L : p.S;
+  const int64_t k0 = c * a.chunk;
+  const int64_t k1 = k0 + a.chunk < kv_end ? k0 + a.chunk : kv_end;
+
+  const T* k = static_cast<const T*>(p.k) + b * p.k_strides[0] + hk * p.k_strides[1];
+  const T* v = static_cast<const T*>(p.v) + b * p.v_strides[0] + hk * p.v_strides[1];
+
+  // Softmax / P @ V state of this warp's rows (warp + 4 u).
+  float m_i[kDecodeRowsPerWarp], l_i[kDecodeRowsPerWarp], acc[kDecodeRowsPerWarp][8];
+#pragma unroll
+  for (int u = 0; u < kDecodeRowsPerWarp; ++u) {
+    m_i[u] = -CUDART_INF_F;
+    l_i[u] = 0.0f;
+#pragma unroll
+    for (int x = 0; x < 8; ++x) acc[u][x] = 0.0f;
+  }
+  const bool col_ok = lane * 8 < Ev;  // this lane's 8 output columns exist
+
+  // Scores role: key `sj` of the tile, rows `sr0`, sr0 + 2, ...
+  const int sj = tid % kDecodeTile, sr0 = tid / kDecodeTile;
+
+  for (int64_t n0 = k0; n0 < k1; n0 += kDecodeTile) {
+    const int n = static_cast<int>(k1 - n0 < kDecodeTile ? k1 - n0 : kDecodeTile);
+    __syncthreads();  // the previous tile is consumed (first pass: nothing to wait for but q_s order)
+    stage_tile<T>(k + n0 * p.k_strides[2], p.k_strides[2], n, E, k_s, ks);
+    stage_tile<T>(v + n0 * p.v_strides[2], p.v_strides[2], n, Ev, v_s, Ev);
+    __syncthreads();  // tiles and q_s are visible to every thread
+
+    // Scores of key sj against this thread's rows (warp-uniform row checks).
+    {
+      float dot[kDecodeRows / 2];
+#pragma unroll
+      for (int u = 0; u < kDecodeRows / 2; ++u) dot[u] = 0.0f;
+      const T* kr = k_s + sj * ks;
+      for (int e = 0; e < E; e += 8) {
+        float kf[8];
+        unpack8<T>(*reinterpret_cast<const uint4*>(kr + e), kf);
+#pragma unroll
+        for (int u = 0; u < kDecodeRows / 2; ++u) {
+          const int r = sr0 + 2 * u;
+          if (r < rows) {
+            const float4 qa = *reinterpret_cast<const float4*>(q_s + r * E + e);
+            const float4 qb = *reinterpret_cast<const float4*>(q_s + r * E + e + 4);
+            float d = dot[u];
+            d = fmaf(qa.x, kf[0], d);
+            d = fmaf(qa.y, kf[1], d);
+            d = fmaf(qa.z, kf[2], d);
+            d = fmaf(qa.w, kf[3], d);
+            d = fmaf(qb.x, kf[4], d);
+            d = fmaf(qb.y, kf[5], d);
+            d = fmaf(qb.z, kf[6], d);
+            d = fmaf(qb.w, kf[7], d);
+            dot[u] = d;
+          }
+        }
+      }
+      const int64_t key = n0 + sj;
+#pragma unroll
+      for (int u = 0; u < kDecodeRows / 2; ++u) {
+        const int r = sr0 + 2 * u;
+        if (r >= rows) continue;
+        const int64_t h = hk * group + r / p.L, i = r % p.L;
+        float s = -CUDART_INF_F;
+        if (sj < n && !(p.causal && key > i)) {
+          s = dot[u] * p.scale;
+          if (p.bias != nullptr)
+            s += load_bias(p.bias, p.bias_dtype,
+                           b * p.bias_strides[0] + h * p.bias_strides[1] + i * p.bias_strides[2] +
+                               key * p.bias_strides[3]);
+        }
+        p_s[r * kDecodeTile + sj] = s;
+      }
+    }
+    __syncthreads();  // every score of the tile is in p_s
+
+    // Online softmax and P @ V for this warp's rows.
+#pragma unroll
+    for (int u = 0; u < kDecodeRowsPerWarp; ++u) {
+      const int r = warp + 4 * u;
+      if (r >= rows) continue;  // uniform across the warp
+      float* pr = p_s + r * kDecodeTile;
+      const float s0 = pr[lane], s1 = pr[lane + 32];
+      const float m_new = fmaxf(m_i[u], warp_max(fmaxf(s0, s1)));
+      if (m_new == -CUDART_INF_F) continue;  // nothing unmasked yet: keep the empty state (no inf - inf)
+      const float alpha = expf(m_i[u] - m_new);  // 0 when m_i was -inf
+      const float p0 = expf(s0 - m_new), p1 = expf(s1 - m_new);  // 0 for masked keys
+      l_i[u] = l_i[u] * alpha + warp_sum(p0 + p1);
+      m_i[u] = m_new;
+      __syncwarp();  // every lane has read its scores before they are overwritten
+      pr[lane] = p0;
+      pr[lane + 32] = p1;
+      __syncwarp();  // the row's probabilities are visible to the whole warp
+      if (col_ok) {
+        float o[8];
+#pragma unroll
+        for (int x = 0; x < 8; ++x) o[x] = acc[u][x] * alpha;
+        for (int j = 0; j < n; ++j) {
+          float vf[8];
+          unpack8<T>(*reinterpret_cast<const uint4*>(v_s + j * Ev + lane * 8), vf);
+          const float pj = pr[j];
+#pragma unroll
+          for (int x = 0; x < 8; ++x) o[x] = fmaf(pj, vf[x], o[x]);
+        }
+#pragma unroll
+        for (int x = 0; x < 8; ++x) acc[u][x] = o[x];
+      }
+    }
+  }
+
+  // This chunk's partial (max, sum, un-normalised accumulator) per row, in
+  // the layout attention_combine_kernel reads.
+#pragma unroll
+  for (int u = 0; u < kDecodeRowsPerWarp; ++u) {
+    const int r = warp + 4 * u;
+    if (r >= rows) continue;
+    const int64_t h = hk * group + r / p.L, i = r % p.L;
+    const int64_t slot = ((b * p.Hq + h) * p.L + i) * a.splits + c;
+    if (col_ok) {
+#pragma unroll
+      for (int x = 0; x < 8; ++x) a.ws_acc[slot * Ev + lane * 8 + x] = acc[u][x];
+    }
+    if (lane == 0) {
+      a.ws_m[slot] = m_i[u];
+      a.ws_l[slot] = l_i[u];
+    }
+  }
+}
+
+
 int64_t split_row_tiles(const AttentionParams& p) { return ceil_div((p.Hq / p.Hk) * p.L, kSplitRows); }
 
 // Keys any query row can attend to: upper-left causal rows stop at key L - 1.
@@ -463,6 +713,56 @@ Error launch_split_typed(const AttentionParams& p, const AttentionPlan& plan, vo
   attention_split_kernel<T, kPer><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, a);
   KILN_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "launching the split-KV attention kernel"));
   if (a.splits == 1) return Error::Ok;
+  attention_combine_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(p, a);
+  return cuda_status(cudaGetLastError(), "launching the split-KV attention merge kernel");
+}
+
+// Why the decode kernel cannot take `p` (null when it can): float16/bfloat16;
+// at most kDecodeRows flattened rows per (batch, key/value head); head dims
+// multiples of 8 (16-byte vectors) up to kMaxAttentionHeadDim; keys and
+// values contiguous along the head dim with 16-byte aligned rows (base
+// pointer and batch/head/key strides; a stride of a size-1 dim is never
+// used); a grid within CUDA's y/z limits. q, out and the mask are read and
+// written through their strides, so their layout does not matter.
+const char* decode_unsupported(const AttentionParams& p) {
+  if (p.dtype != DType::Float16 && p.dtype != DType::BFloat16) return "decode attention needs float16/bfloat16";
+  if (p.Hk <= 0 || p.Hq % p.Hk != 0 || (p.Hq / p.Hk) * p.L > kDecodeRows)
+    return "decode attention takes at most 16 query rows per key/value head";
+  if (p.E < 8 || p.Ev < 8 || p.E % 8 != 0 || p.Ev % 8 != 0 || p.E > kMaxAttentionHeadDim ||
+      p.Ev > kMaxAttentionHeadDim)
+    return "decode attention needs head dims that are multiples of 8 up to 256";
+  if (p.B > 65535 || p.Hk > 65535) return "decode attention grid too large";
+  if (p.k_strides[3] != 1 || p.v_strides[3] != 1) return "decode attention needs contiguous key/value head dims";
+  if (reinterpret_cast<uintptr_t>(p.k) % 16 != 0 || reinterpret_cast<uintptr_t>(p.v) % 16 != 0)
+    return "decode attention needs 16-byte aligned keys/values";
+  const int64_t sizes[3] = {p.B, p.Hk, p.S};
+  for (int d = 0; d < 3; ++d)
+    if (sizes[d] > 1 && (p.k_strides[d] % 8 != 0 || p.v_strides[d] % 8 != 0))
+      return "decode attention needs 16-byte aligned key/value rows";
+  return nullptr;
+}
+
+template <typename T>
+Error launch_decode_typed(const AttentionParams& p, const AttentionPlan& plan, void* workspace,
+                          cudaStream_t stream) {
+  SplitArgs a;
+  a.row_tiles = 1;
+  a.splits = plan.splits;
+  a.chunk = plan.chunk;
+  const int64_t rows = p.B * p.Hq * p.L;
+  if (rows > 0x7fffffff) return set_error(Error::NotSupported, "attention problem too large for one launch");
+  a.ws_acc = static_cast<float*>(workspace);
+  a.ws_m = a.ws_acc + rows * a.splits * p.Ev;
+  a.ws_l = a.ws_m + rows * a.splits;
+  const size_t smem = decode_smem_bytes(p.E, p.Ev);
+  auto kernel = attention_decode_kernel<T>;
+  if (smem > 48 * 1024)
+    KILN_RETURN_IF_ERROR(cuda_status(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+        "cudaFuncSetAttribute(MaxDynamicSharedMemorySize) for the decode attention kernel"));
+  const dim3 grid(static_cast<unsigned>(a.splits), static_cast<unsigned>(p.Hk), static_cast<unsigned>(p.B));
+  kernel<<<grid, kDecodeThreads, smem, stream>>>(p, a);
+  KILN_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "launching the decode attention kernel"));
   attention_combine_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(p, a);
   return cuda_status(cudaGetLastError(), "launching the split-KV attention merge kernel");
 }
@@ -498,12 +798,32 @@ AttentionPlan plan_attention(const AttentionParams& p, int sm_count, bool tensor
   // Otherwise the tensor-core kernel when it can take the call: its 64-row
   // query tiles do the tiled kernel's work on tensor cores.
   const int64_t target_blocks = 2 * static_cast<int64_t>(sm_count);
+  const int64_t keys = visible_keys(p);
+  // Short float16/bfloat16 queries whose GQA group fits one block: the decode
+  // kernel reads each key/value once for the group, so it beats the others
+  // whatever the grid; its chunks aim at target_blocks blocks too. Its
+  // partials always go through the workspace and the merge kernel.
+  if (decode_unsupported(p) == nullptr) {
+    int64_t splits = ceil_div(target_blocks, p.B * p.Hk);
+    const int64_t by_len = ceil_div(keys, kChunkAlign);  // at least kChunkAlign keys per chunk
+    if (splits > by_len) splits = by_len;
+    if (splits > kMaxSplits) splits = kMaxSplits;
+    if (splits < 1) splits = 1;
+    int64_t chunk = ceil_div(ceil_div(keys, splits), kChunkAlign) * kChunkAlign;
+    if (chunk < kChunkAlign) chunk = kChunkAlign;
+    splits = keys > 0 ? ceil_div(keys, chunk) : 1;  // no empty trailing chunks after rounding
+    plan.decode = true;
+    plan.splits = splits;
+    plan.chunk = chunk;
+    plan.workspace_bytes = sizeof(float) * static_cast<size_t>(p.B * p.Hq * p.L) * static_cast<size_t>(splits) *
+                           static_cast<size_t>(p.Ev + 2);
+    return plan;
+  }
   const int64_t tiled_blocks = ceil_div(p.L, kBlockM) * p.B * p.Hq;
   if (p.L > kSplitMaxQueryLen || tiled_blocks >= target_blocks) {
     plan.tensor_core = tensor_cores && mma_attention_unsupported(p) == nullptr;
     return plan;
   }
-  const int64_t keys = visible_keys(p);
   const int64_t base_blocks = p.B * p.Hk * split_row_tiles(p);
   int64_t splits = ceil_div(target_blocks, base_blocks);
   const int64_t by_len = ceil_div(keys, kChunkAlign);  // at least kChunkAlign keys per chunk
@@ -533,6 +853,19 @@ Error launch_attention(const AttentionParams& p, const AttentionPlan& plan, void
   if (p.Hk <= 0 || p.Hq % p.Hk != 0)
     return set_error(Error::InvalidArgument, "query heads " + std::to_string(p.Hq) +
                                                  " are not a multiple of key/value heads " + std::to_string(p.Hk));
+  if (plan.decode) {
+    if (plan.tensor_core)
+      return set_error(Error::InvalidArgument, "attention plan asks for both the tensor-core and the decode kernel");
+    if (const char* why = decode_unsupported(p))
+      return set_error(Error::InvalidArgument, std::string("attention plan picks the decode kernel, but ") + why);
+    if (plan.splits < 1 || plan.splits > kMaxSplits || plan.chunk <= 0 || workspace == nullptr ||
+        plan.chunk * plan.splits < visible_keys(p))
+      return set_error(Error::InvalidArgument, "decode attention plan (" + std::to_string(plan.splits) +
+                                                   " splits of " + std::to_string(plan.chunk) +
+                                                   " keys) does not fit the problem or lacks its workspace");
+    if (p.dtype == DType::Float16) return launch_decode_typed<__half>(p, plan, workspace, stream);
+    return launch_decode_typed<__nv_bfloat16>(p, plan, workspace, stream);
+  }
   if (plan.tensor_core) {
     if (plan.splits != 0)
       return set_error(Error::InvalidArgument, "attention plan asks for both the tensor-core and the split-KV kernel");

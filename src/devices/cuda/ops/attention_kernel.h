@@ -15,7 +15,13 @@
 // key range into chunks handled by separate blocks, whose warps split the
 // chunk's keys among themselves; each block leaves an un-normalised partial
 // result (row max, row sum, fp32 accumulator) in a workspace and a small
-// second kernel merges the chunks. For everything else in float16/bfloat16
+// second kernel merges the chunks. For float16/bfloat16 decode whose GQA
+// group (query heads per key/value head x query rows) is at most 16 rows and
+// whose keys/values are 16-byte-vector loadable, a decode kernel replaces
+// split-KV: each block stages a chunk of keys and values in shared memory
+// with coalesced 16-byte loads, once for the whole group, scores every row
+// against it and leaves the same partials for the same merge kernel (masks,
+// bias and causal included). For everything else in float16/bfloat16
 // with head dim 64, 128 or 256 on sm_80+, a tensor-core kernel
 // (attention_mma_kernel.h) does the work of the tiled one several times
 // faster. plan_attention chooses among them and sizes the workspace.
@@ -52,13 +58,15 @@ struct AttentionParams {
 /// How one attention call runs (from plan_attention).
 struct AttentionPlan {
   bool tensor_core = false;    ///< the tensor-core kernel (then splits is 0)
-  int64_t splits = 0;          ///< 0: the tiled kernel; >= 1: split-KV over this many key chunks
-  int64_t chunk = 0;           ///< keys per chunk (split-KV only)
-  size_t workspace_bytes = 0;  ///< device scratch launch_attention needs (0 when splits <= 1)
+  bool decode = false;         ///< the decode kernel over `splits` chunks of `chunk` keys, then the merge
+  int64_t splits = 0;          ///< 0: the tiled kernel; >= 1: split-KV (or decode) over this many key chunks
+  int64_t chunk = 0;           ///< keys per chunk (split-KV and decode)
+  size_t workspace_bytes = 0;  ///< device scratch launch_attention needs (0 when split-KV has 1 chunk)
 };
 
 /// Picks the kernel for `params` on a device with `sm_count` multiprocessors:
-/// split-KV for short queries on a small grid; otherwise the tensor-core
+/// the decode kernel when it can take the call; split-KV for other short
+/// queries on a small grid; otherwise the tensor-core
 /// kernel when `tensor_cores` (mma_attention_available for the device) and
 /// the call fits it (mma_attention_unsupported); otherwise the tiled kernel.
 /// Pure host arithmetic (no CUDA calls).
