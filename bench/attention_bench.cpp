@@ -1,7 +1,8 @@
 // Kiln's attention kernels side by side on the GPU: the scalar tiled kernel
 // against the kernel plan_attention picks (the tensor-core kernel for
-// prefill, split-KV for decode), on the same inputs, called directly (no
-// shims, no model). Built with -DKILN_WITH_CUDA=ON as <build>/kiln-attention-bench.
+// prefill, the decode kernel for decode), on the same inputs, called directly
+// (no shims, no model). Decode problems also time the split-KV kernel the
+// decode kernel replaced, on a line of their own. Built with -DKILN_WITH_CUDA=ON as <build>/kiln-attention-bench.
 //   <build>/kiln-attention-bench [iterations=20]
 // Prints one line per problem: milliseconds per call (median of 5 runs of
 // `iterations` back-to-back launches, timed with CUDA events) for each
@@ -63,7 +64,7 @@ float from_bits(uint16_t b, DType dt) {
   return f;
 }
 
-enum class Expect { TensorCores, SplitKV };
+enum class Expect { TensorCores, Decode };
 
 struct Problem {
   DType dtype;
@@ -153,8 +154,8 @@ void run(const Problem& pr, int iters) {
         kiln::cudadev::mma_attention_unsupported(pc) ? kiln::cudadev::mma_attention_unsupported(pc) : "?");
     std::exit(1);
   }
-  if (pr.expect == Expect::SplitKV && (tc.tensor_core || tc.splits < 1)) {
-    std::fprintf(stderr, "the planner does not pick the split-KV kernel for L=%lld S=%lld E=%lld\n",
+  if (pr.expect == Expect::Decode && !tc.decode) {
+    std::fprintf(stderr, "the planner does not pick the decode kernel for L=%lld S=%lld E=%lld\n",
                  static_cast<long long>(pr.L), static_cast<long long>(pr.S), static_cast<long long>(pr.E));
     std::exit(1);
   }
@@ -165,6 +166,8 @@ void run(const Problem& pr, int iters) {
   char plan_name[32];
   if (tc.tensor_core)
     std::snprintf(plan_name, sizeof(plan_name), "tcore");
+  else if (tc.decode)
+    std::snprintf(plan_name, sizeof(plan_name), "decode%lld", static_cast<long long>(tc.splits));
   else
     std::snprintf(plan_name, sizeof(plan_name), "split%lld", static_cast<long long>(tc.splits));
 
@@ -182,6 +185,17 @@ void run(const Problem& pr, int iters) {
               static_cast<long long>(pr.Hk), static_cast<long long>(pr.L), static_cast<long long>(pr.S),
               static_cast<long long>(pr.E), pr.causal ? "yes" : "no", plan_name, ms_tiled, ms_tc, ms_tiled / ms_tc,
               flops / (ms_tc * 1e-3) / 1e12, max_diff);
+  if (tc.decode) {
+    // The split-KV kernel the decode kernel replaced, into the tiled output
+    // buffer (already compared above).
+    const AttentionPlan split = kiln::cudadev::plan_attention(pt, sms, true, /*decode=*/false);
+    void* split_ws = nullptr;
+    if (split.workspace_bytes > 0) CHECK_CUDA(cudaMalloc(&split_ws, split.workspace_bytes));
+    const double ms_split = time_plan(pt, split, split_ws, iters);
+    std::printf("%-9s %2s %3s %3s %5s %5s %4s %-6s split%-3lld %10s %10.4f   (decode kernel %.1fx faster)\n", "", "",
+                "", "", "", "", "", "", static_cast<long long>(split.splits), "", ms_split, ms_split / ms_tc);
+    if (split_ws != nullptr) CHECK_CUDA(cudaFree(split_ws));
+  }
   for (void* ptr : {q, k, v, out_tiled, out_tc, workspace})
     if (ptr != nullptr) CHECK_CUDA(cudaFree(ptr));
 }
@@ -217,7 +231,11 @@ int main(int argc, char** argv) {
       {DType::BFloat16, 1, 8, 1, 512, 512, 256, true, kTc},
       {DType::BFloat16, 1, 8, 1, 2048, 2048, 256, true, kTc},
       {DType::Float16, 1, 8, 1, 512, 512, 256, true, kTc},
-      {DType::BFloat16, 1, 8, 1, 1, 1024, 256, false, Expect::SplitKV},  // decode against a 1024-key cache
+      {DType::BFloat16, 1, 8, 1, 1, 1024, 256, false, Expect::Decode},  // decode against a 1024-key cache
+      {DType::BFloat16, 1, 8, 1, 1, 4096, 256, false, Expect::Decode},
+      {DType::Float16, 1, 8, 1, 1, 1024, 256, false, Expect::Decode},
+      {DType::BFloat16, 1, 32, 8, 1, 4096, 128, false, Expect::Decode},  // Llama style: 4 query heads per k/v head
+      {DType::BFloat16, 8, 8, 1, 1, 1024, 256, false, Expect::Decode},   // a batch of 8 Gemma decodes
   };
   for (const Problem& pr : problems) run(pr, iters);
   return 0;

@@ -97,20 +97,23 @@ TEST(CudaAttentionPlanner, TensorCoresForHalfTypesWithHeadDim64To256) {
   p.v_strides[3] = 2;
   EXPECT_FALSE(kiln::cudadev::plan_attention(p, sms, true).tensor_core) << "strided head dim";
 
-  // Decode (1 query row, 16 heads: a tiny tiled grid) keeps the split-KV path.
+  // Decode (1 query row, 16 heads: a tiny tiled grid) takes the decode kernel
+  // (cuda_attention_decode_test.cpp has its rules).
   p = planner_params(1, 4096, 64);
   const AttentionPlan decode = kiln::cudadev::plan_attention(p, sms, true);
   EXPECT_FALSE(decode.tensor_core);
+  EXPECT_TRUE(decode.decode);
   EXPECT_GE(decode.splits, 1);
   // ... but a query just past the split limit takes the tensor cores.
   p = planner_params(17, 4096, 64);
   EXPECT_TRUE(kiln::cudadev::plan_attention(p, sms, true).tensor_core);
   // Gemma-style decode (1 row against a 1024-key cache, 8 query heads over 1
-  // k/v head, head dim 256): split-KV, in several chunks so the grid is not
-  // the 2 blocks of one chunk, and its workspace holds every chunk's partials.
+  // k/v head, head dim 256): the decode kernel, in several chunks so the grid
+  // is not 1 block, and its workspace holds every chunk's partials.
   p = planner_params(1, 1024, 256, 8, 1);
   const AttentionPlan gemma_decode = kiln::cudadev::plan_attention(p, sms, true);
   EXPECT_FALSE(gemma_decode.tensor_core);
+  EXPECT_TRUE(gemma_decode.decode);
   EXPECT_GT(gemma_decode.splits, 1);
   EXPECT_GE(gemma_decode.splits * gemma_decode.chunk, 1024);
   EXPECT_GE(gemma_decode.workspace_bytes,

@@ -788,7 +788,7 @@ Error launch_for_type(const AttentionParams& p, const AttentionPlan& plan, void*
 
 }  // namespace
 
-AttentionPlan plan_attention(const AttentionParams& p, int sm_count, bool tensor_cores) {
+AttentionPlan plan_attention(const AttentionParams& p, int sm_count, bool tensor_cores, bool decode) {
   AttentionPlan plan;  // the tiled kernel unless another one is clearly better
   if (p.B <= 0 || p.Hq <= 0 || p.Hk <= 0 || p.Hq % p.Hk != 0 || p.L <= 0 || p.S < 0 || p.Ev <= 0 ||
       p.E > kMaxAttentionHeadDim || p.Ev > kMaxAttentionHeadDim || sm_count <= 0)
@@ -803,7 +803,7 @@ AttentionPlan plan_attention(const AttentionParams& p, int sm_count, bool tensor
   // kernel reads each key/value once for the group, so it beats the others
   // whatever the grid; its chunks aim at target_blocks blocks too. Its
   // partials always go through the workspace and the merge kernel.
-  if (decode_unsupported(p) == nullptr) {
+  if (decode && decode_unsupported(p) == nullptr) {
     int64_t splits = ceil_div(target_blocks, p.B * p.Hk);
     const int64_t by_len = ceil_div(keys, kChunkAlign);  // at least kChunkAlign keys per chunk
     if (splits > by_len) splits = by_len;

@@ -69,8 +69,9 @@ struct AttentionPlan {
 /// queries on a small grid; otherwise the tensor-core
 /// kernel when `tensor_cores` (mma_attention_available for the device) and
 /// the call fits it (mma_attention_unsupported); otherwise the tiled kernel.
-/// Pure host arithmetic (no CUDA calls).
-AttentionPlan plan_attention(const AttentionParams& params, int sm_count, bool tensor_cores);
+/// Pure host arithmetic (no CUDA calls). `decode` false rules the decode
+/// kernel out (a benchmark times split-KV against it).
+AttentionPlan plan_attention(const AttentionParams& params, int sm_count, bool tensor_cores, bool decode = true);
 
 /// Validates the parameters and launches on `stream` (asynchronous).
 /// `workspace` must hold plan.workspace_bytes of device memory usable on
