@@ -1,5 +1,6 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_pipeline.h>
 
 #include <math_constants.h>
 
@@ -506,29 +507,23 @@ __device__ inline void unpack8(const uint4& raw, float (&f)[8]) {
   }
 }
 
-// Copies `n` rows (keys n0 ..) of `width` elements from global `src` (row
-// stride `stride`, 16-byte aligned rows) into `dst` (row stride `dst_stride`),
-// zero-filling rows n .. kDecodeTile - 1 so masked keys contribute 0 * 0, not
-// 0 * garbage. Four loads in flight per thread before their stores.
+// Starts copying `n` rows of `width` elements from global `src` (row stride
+// `stride`, 16-byte aligned rows) into shared `dst` (row stride `dst_stride`)
+// with asynchronous 16-byte copies (cp.async on sm_80+), so every load of the
+// tile is in flight at once; the caller commits and waits. Rows n ..
+// kDecodeTile - 1 are zero-filled so keys past the chunk contribute 0 * 0,
+// not 0 * garbage.
 template <typename T>
 __device__ inline void stage_tile(const T* src, int64_t stride, int n, int width, T* dst, int dst_stride) {
   const int vecs = width / 8;
   const int total = kDecodeTile * vecs;
-  for (int base = static_cast<int>(threadIdx.x); base < total; base += 4 * kDecodeThreads) {
-    uint4 r[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int idx = base + u * kDecodeThreads;
-      const int j = idx / vecs, cv = idx % vecs;
-      r[u] = make_uint4(0u, 0u, 0u, 0u);
-      if (idx < total && j < n) r[u] = *reinterpret_cast<const uint4*>(src + j * stride + cv * 8);
-    }
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int idx = base + u * kDecodeThreads;
-      const int j = idx / vecs, cv = idx % vecs;
-      if (idx < total) *reinterpret_cast<uint4*>(dst + j * dst_stride + cv * 8) = r[u];
-    }
+  for (int idx = static_cast<int>(threadIdx.x); idx < total; idx += kDecodeThreads) {
+    const int j = idx / vecs, cv = idx % vecs;
+    T* d = dst + j * dst_stride + cv * 8;
+    if (j < n)
+      __pipeline_memcpy_async(d, src + j * stride + cv * 8, 16);
+    else
+      *reinterpret_cast<uint4*>(d) = make_uint4(0u, 0u, 0u, 0u);
   }
 }
 
@@ -587,7 +582,9 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
     __syncthreads();  // the previous tile is consumed (first pass: nothing to wait for but q_s order)
     stage_tile<T>(k + n0 * p.k_strides[2], p.k_strides[2], n, E, k_s, ks);
     stage_tile<T>(v + n0 * p.v_strides[2], p.v_strides[2], n, Ev, v_s, Ev);
-    __syncthreads();  // tiles and q_s are visible to every thread
+    __pipeline_commit();
+    __pipeline_wait_prior(0);  // this thread's copies have landed
+    __syncthreads();           // everyone's have: tiles and q_s are visible to every thread
 
     // Scores of key sj against this thread's rows (warp-uniform row checks).
     {
@@ -595,7 +592,8 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
 #pragma unroll
       for (int u = 0; u < kDecodeRows / 2; ++u) dot[u] = 0.0f;
       const T* kr = k_s + sj * ks;
-      for (int e = 0; e < E; e += 8) {
+      // Keys past the chunk skip the math (whole warps when n <= 32); their score is -inf below.
+      for (int e = 0; sj < n && e < E; e += 8) {
         float kf[8];
         unpack8<T>(*reinterpret_cast<const uint4*>(kr + e), kf);
 #pragma unroll
