@@ -26,16 +26,6 @@ using kiln::DType;
 using kiln::cudadev::AttentionParams;
 using kiln::cudadev::AttentionPlan;
 
-void* data_of(AtenTensorHandle h) {
-  void* p = nullptr;
-  EXPECT_EQ(aoti_torch_get_data_ptr(h, &p), 0);
-  return p;
-}
-
-void copy_strides(const std::vector<int64_t>& from, int64_t (&to)[4]) {
-  for (int d = 0; d < 4; ++d) to[d] = from.at(static_cast<size_t>(d));
-}
-
 // A well-formed contiguous problem at 16-byte-aligned fake addresses, for the
 // planner (which never dereferences them).
 AttentionParams fake_params(DType dt, int64_t B, int64_t Hq, int64_t Hk, int64_t L, int64_t S, int64_t E,

@@ -24,16 +24,6 @@ using kiln::DType;
 using kiln::cudadev::AttentionParams;
 using kiln::cudadev::AttentionPlan;
 
-void* data_of(AtenTensorHandle h) {
-  void* p = nullptr;
-  EXPECT_EQ(aoti_torch_get_data_ptr(h, &p), 0);
-  return p;
-}
-
-void copy_strides(const std::vector<int64_t>& from, int64_t (&to)[4]) {
-  for (int d = 0; d < 4; ++d) to[d] = from.at(static_cast<size_t>(d));
-}
-
 // A well-formed float16 problem at 16-byte-aligned fake addresses, for the
 // planner (which never dereferences them): 16 query heads over Hk k/v heads.
 AttentionParams planner_params(int64_t L, int64_t S, int64_t E, int64_t Hq = 16, int64_t Hk = 16) {

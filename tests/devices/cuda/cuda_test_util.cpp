@@ -202,6 +202,16 @@ std::vector<int64_t> strides_of(AtenTensorHandle t) {
   return std::vector<int64_t>(s, s + dim);
 }
 
+void* data_of(AtenTensorHandle h) {
+  void* p = nullptr;
+  EXPECT_EQ(aoti_torch_get_data_ptr(h, &p), 0);
+  return p;
+}
+
+void copy_strides(const std::vector<int64_t>& from, int64_t (&to)[4]) {
+  for (int d = 0; d < 4; ++d) to[d] = from.at(static_cast<size_t>(d));
+}
+
 std::vector<float> host_values(AtenTensorHandle t) {
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   const auto sizes = sizes_of(t), strides = strides_of(t);

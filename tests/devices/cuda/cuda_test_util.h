@@ -42,6 +42,10 @@ AtenTensorHandle device_empty(const std::vector<int64_t>& sizes, kiln::DType dty
 std::vector<float> host_values(AtenTensorHandle t);
 std::vector<int64_t> sizes_of(AtenTensorHandle t);
 std::vector<int64_t> strides_of(AtenTensorHandle t);
+/// The tensor's data pointer (a failed query fails the test).
+void* data_of(AtenTensorHandle h);
+/// Copies 4 strides into a kernel parameter array.
+void copy_strides(const std::vector<int64_t>& from, int64_t (&to)[4]);
 
 /// Deterministic values in [-1, 1].
 std::vector<float> random_values(size_t n, uint32_t seed);

@@ -784,6 +784,28 @@ Error launch_for_type(const AttentionParams& p, const AttentionPlan& plan, void*
   return launch_typed<T, 8>(p, stream);
 }
 
+// Cuts `keys` into plan.splits chunks of plan.chunk keys (a multiple of
+// kChunkAlign, at most kMaxSplits chunks) so that `base_blocks` blocks per
+// chunk come to about `target_blocks` blocks in all.
+void split_keys(int64_t keys, int64_t base_blocks, int64_t target_blocks, AttentionPlan& plan) {
+  int64_t splits = ceil_div(target_blocks, base_blocks);
+  const int64_t by_len = ceil_div(keys, kChunkAlign);  // at least kChunkAlign keys per chunk
+  if (splits > by_len) splits = by_len;
+  if (splits > kMaxSplits) splits = kMaxSplits;
+  if (splits < 1) splits = 1;
+  int64_t chunk = ceil_div(ceil_div(keys, splits), kChunkAlign) * kChunkAlign;
+  if (chunk < kChunkAlign) chunk = kChunkAlign;
+  plan.splits = keys > 0 ? ceil_div(keys, chunk) : 1;  // no empty trailing chunks after rounding
+  plan.chunk = chunk;
+}
+
+// The merge workspace (SplitArgs): per query row and chunk, Ev accumulators,
+// a max and a sum.
+size_t split_workspace_bytes(const AttentionParams& p, int64_t splits) {
+  return sizeof(float) * static_cast<size_t>(p.B * p.Hq * p.L) * static_cast<size_t>(splits) *
+         static_cast<size_t>(p.Ev + 2);
+}
+
 }  // namespace
 
 AttentionPlan plan_attention(const AttentionParams& p, int sm_count, bool tensor_cores, bool decode) {
@@ -802,19 +824,9 @@ AttentionPlan plan_attention(const AttentionParams& p, int sm_count, bool tensor
   // whatever the grid; its chunks aim at target_blocks blocks too. Its
   // partials always go through the workspace and the merge kernel.
   if (decode && decode_unsupported(p) == nullptr) {
-    int64_t splits = ceil_div(target_blocks, p.B * p.Hk);
-    const int64_t by_len = ceil_div(keys, kChunkAlign);  // at least kChunkAlign keys per chunk
-    if (splits > by_len) splits = by_len;
-    if (splits > kMaxSplits) splits = kMaxSplits;
-    if (splits < 1) splits = 1;
-    int64_t chunk = ceil_div(ceil_div(keys, splits), kChunkAlign) * kChunkAlign;
-    if (chunk < kChunkAlign) chunk = kChunkAlign;
-    splits = keys > 0 ? ceil_div(keys, chunk) : 1;  // no empty trailing chunks after rounding
     plan.decode = true;
-    plan.splits = splits;
-    plan.chunk = chunk;
-    plan.workspace_bytes = sizeof(float) * static_cast<size_t>(p.B * p.Hq * p.L) * static_cast<size_t>(splits) *
-                           static_cast<size_t>(p.Ev + 2);
+    split_keys(keys, p.B * p.Hk, target_blocks, plan);
+    plan.workspace_bytes = split_workspace_bytes(p, plan.splits);
     return plan;
   }
   const int64_t tiled_blocks = ceil_div(p.L, kBlockM) * p.B * p.Hq;
@@ -822,21 +834,8 @@ AttentionPlan plan_attention(const AttentionParams& p, int sm_count, bool tensor
     plan.tensor_core = tensor_cores && mma_attention_unsupported(p) == nullptr;
     return plan;
   }
-  const int64_t base_blocks = p.B * p.Hk * split_row_tiles(p);
-  int64_t splits = ceil_div(target_blocks, base_blocks);
-  const int64_t by_len = ceil_div(keys, kChunkAlign);  // at least kChunkAlign keys per chunk
-  if (splits > by_len) splits = by_len;
-  if (splits > kMaxSplits) splits = kMaxSplits;
-  if (splits < 1) splits = 1;
-  int64_t chunk = ceil_div(ceil_div(keys, splits), kChunkAlign) * kChunkAlign;
-  if (chunk < kChunkAlign) chunk = kChunkAlign;
-  splits = keys > 0 ? ceil_div(keys, chunk) : 1;  // no empty trailing chunks after rounding
-  plan.splits = splits;
-  plan.chunk = chunk;
-  if (splits > 1)
-    plan.workspace_bytes =
-        sizeof(float) * static_cast<size_t>(p.B * p.Hq * p.L) * static_cast<size_t>(splits) *
-        static_cast<size_t>(p.Ev + 2);
+  split_keys(keys, p.B * p.Hk * split_row_tiles(p), target_blocks, plan);
+  if (plan.splits > 1) plan.workspace_bytes = split_workspace_bytes(p, plan.splits);
   return plan;
 }
 

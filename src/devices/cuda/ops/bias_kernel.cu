@@ -6,21 +6,10 @@
 
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/ops/bias_kernel.h"
+#include "devices/cuda/ops/element_convert.cuh"
 
 namespace kiln::cudadev {
 namespace {
-
-__device__ inline float to_float(float v) { return v; }
-__device__ inline float to_float(__half v) { return __half2float(v); }
-__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T>
-__device__ inline T from_float(float v);
-template <>
-__device__ inline float from_float<float>(float v) { return v; }
-template <>
-__device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 template <typename T>
 __global__ void add_channel_bias_kernel(T* y, const T* bias, int64_t numel, int64_t channels, int64_t channel_stride) {

@@ -8,6 +8,7 @@
 
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/ops/gemv_kernel.h"
+#include "devices/cuda/ops/element_convert.cuh"
 
 namespace kiln::cudadev {
 namespace {
@@ -18,18 +19,6 @@ constexpr int kThreads = kWarps * 32;
 // 16 KiB outstanding, and several resident blocks per SM cover HBM latency.
 constexpr int kUnroll = 4;
 constexpr int64_t kVecBytes = 16;
-
-__device__ inline float to_float(float v) { return v; }
-__device__ inline float to_float(__half v) { return __half2float(v); }
-__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T>
-__device__ inline T from_float(float v);
-template <>
-__device__ inline float from_float<float>(float v) { return v; }
-template <>
-__device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 // acc + the dot product of two 16-byte vectors holding elements of T, in
 // float32. Elements pair up in memory order (the low half of a 32-bit word
