@@ -202,6 +202,24 @@ std::vector<int64_t> strides_of(AtenTensorHandle t) {
   return std::vector<int64_t>(s, s + dim);
 }
 
+int expect_lse_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+  EXPECT_EQ(got.size(), want.size()) << what;
+  if (got.size() != want.size()) return 0;
+  std::vector<float> got_finite, want_finite;
+  int inf_rows = 0;
+  for (size_t x = 0; x < want.size(); ++x) {
+    if (std::isinf(want[x])) {
+      ++inf_rows;
+      EXPECT_TRUE(std::isinf(got[x]) && got[x] < 0) << what << ": lse " << x << " = " << got[x];
+    } else {
+      got_finite.push_back(got[x]);
+      want_finite.push_back(want[x]);
+    }
+  }
+  expect_close(got_finite, want_finite, 1e-4, what);
+  return inf_rows;
+}
+
 void* data_of(AtenTensorHandle h) {
   void* p = nullptr;
   EXPECT_EQ(aoti_torch_get_data_ptr(h, &p), 0);

@@ -42,6 +42,9 @@ AtenTensorHandle device_empty(const std::vector<int64_t>& sizes, kiln::DType dty
 std::vector<float> host_values(AtenTensorHandle t);
 std::vector<int64_t> sizes_of(AtenTensorHandle t);
 std::vector<int64_t> strides_of(AtenTensorHandle t);
+/// Compares attention logsumexps: rows the reference gives -inf (fully
+/// masked) must be -inf, the others within 1e-4. Returns the -inf row count.
+int expect_lse_close(const std::vector<float>& got, const std::vector<float>& want, const std::string& what);
 /// The tensor's data pointer (a failed query fails the test).
 void* data_of(AtenTensorHandle h);
 /// Copies 4 strides into a kernel parameter array.
