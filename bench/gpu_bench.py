@@ -103,7 +103,7 @@ def make_backend(device: str):
 def export_stamp(name: str, args) -> dict:
     """What the cached files were made from: a mismatch exports again."""
     return {"model": name, "device": args.device, "tiny": args.tiny, "dtype": args.dtype, "mode": args.mode,
-            "torch": torch.__version__,
+            "fuse_projections": args.kiln_fuse_projections, "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name() if args.device == "cuda" and torch.cuda.is_available() else None}
 
 
@@ -141,6 +141,7 @@ def export_model(name: str, args) -> dict:
     try:
         device = torch.device(args.device)
         specs = dict(MODES[args.mode]) if args.device == "cuda" else {}
+        specs["fuse_projections"] = args.kiln_fuse_projections
         backend = make_backend(args.device)
         if args.device == "cuda" and "TORCH_CUDA_ARCH_LIST" not in os.environ:
             major, minor = torch.cuda.get_device_capability()
@@ -160,7 +161,8 @@ def export_model(name: str, args) -> dict:
         p["pt2"].unlink(missing_ok=True)
         p["stamp"].write_text(json.dumps({**export_stamp(name, args), **result, "pt2_done": False}, indent=1))
 
-        # The .pt2 from the same graph, prepared the way the Kiln backend prepares it.
+        # The .pt2 from the same graph, prepared the way the Kiln backend prepares it
+        # (devices, decompositions), without Kiln's own graph passes (projection fusion).
         t0 = time.perf_counter()
         pt2_ep = backend.prepare_program(ep, specs)
         table = backend.decomposition_table(specs)
@@ -816,7 +818,8 @@ def executorch_status() -> dict:
 def child_cmd(args, role: str, name: str, result_path: Path) -> list[str]:
     """This script as a worker: role "--_export" or "--_run" for model `name`."""
     cmd = [sys.executable, __file__, role, name, "--_result", str(result_path)]
-    for key in ("device", "dtype", "mode", "workdir", "iters", "warmup", "compile_mode", "kiln_stream", "cold_runs",
+    for key in ("device", "dtype", "mode", "workdir", "iters", "warmup", "compile_mode", "kiln_stream",
+                "kiln_fuse_projections", "cold_runs",
                 "budget_s"):
         cmd += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
     cmd += ["--engines", ",".join(args.engines), "--cold-models", ",".join(args.cold_models),
@@ -855,6 +858,10 @@ def parse_args(argv=None):
                          "shared) each call waits for its stream before returning")
     ap.add_argument("--kiln-verify-weights", action="store_true",
                     help="Kiln checks the weights blob's SHA-256 at load (off by default: the loader checks none)")
+    ap.add_argument("--kiln-fuse-projections", choices=("on", "off"), default="on",
+                    help="Kiln's exporter fuses projections that share an input (q/k/v, gate/up) into one "
+                         "(default on, Kiln's default); the .pt2 for the loader is compiled from the graph "
+                         "as exported either way")
     ap.add_argument("--cold-runs", type=int, default=3)
     ap.add_argument("--cold-models", default="transformer_block,gemma3_decode")
     ap.add_argument("--concurrency-models", default="transformer_block,gemma3_decode")

@@ -17,7 +17,8 @@ from kiln.exporter import aoti_backend as ab
 from kiln.exporter import elf_imports
 from kiln.exporter.aoti_backend import UnsupportedKernelsError, check_shim_imports
 from kiln.exporter.cpu_backend import CpuBackend, baked_omp_threads, compile_command_from_source
-from kiln.exporter.cuda_backend import CudaBackend, spec_bool
+from kiln.exporter.compile_specs import spec_bool
+from kiln.exporter.cuda_backend import CudaBackend
 from kiln.exporter.metal_backend import MetalBackend
 from kiln.exporter.progress import Progress
 

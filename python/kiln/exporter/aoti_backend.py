@@ -24,10 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterable
 
+from kiln.exporter.compile_specs import spec_bool
 from kiln.exporter.constants_table import METADATA_KEY as CONSTANTS_METADATA_KEY
 from kiln.exporter.constants_table import encode_constants_table, parse_constants_info
 from kiln.exporter.elf_imports import read_elf_imports
 from kiln.exporter.progress import Progress
+from kiln.exporter.projection_fusion import fuse_projections
 
 __all__ = [
     "AotiBackend",
@@ -237,8 +239,14 @@ class AotiBackend:
         }
 
     def custom_passes(self, compile_specs: dict[str, Any]) -> list[Callable]:
-        """Callables ExportedProgram -> ExportedProgram (or None to keep it), run in order."""
-        return []
+        """Callables ExportedProgram -> ExportedProgram (or None to keep it), run in order.
+
+        By default the projections that read one input (q/k/v, gate/up) become one wider
+        projection (projection_fusion.py); compile spec ``fuse_projections=OFF`` keeps
+        the graph as exported."""
+        if not spec_bool(compile_specs, "fuse_projections", True):
+            return []
+        return [lambda ep: fuse_projections(ep, log=self.progress.note)]
 
     def extra_compile_context(self, compile_specs: dict[str, Any]) -> ContextManager:
         return contextlib.nullcontext()

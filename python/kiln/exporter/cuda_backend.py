@@ -3,7 +3,7 @@
 Verified on H100/H200 with torch 2.11 + CUDA 13 through scripts/gpu-suite (exporting
 needs a GPU: Triton compiles and autotunes for the local one).
 
-Compile specs (all optional):
+Compile specs (all optional; fuse_projections, common to every backend, is in aoti_backend):
   max_autotune   bool, default True  - autotune GEMM/conv templates
   triton_only    bool, default True  - GEMM/conv from Triton templates only, so the library
                                        needs no cuBLAS/cuDNN: convolutions are first rewritten
@@ -31,25 +31,9 @@ import os
 from typing import Any, ContextManager
 
 from kiln.exporter.aoti_backend import AotiBackend
+from kiln.exporter.compile_specs import spec_bool
 
-__all__ = ["CudaBackend", "spec_bool"]
-
-
-def spec_bool(specs: dict[str, Any], key: str, default: bool) -> bool:
-    """Reads a boolean compile spec given as bool, int or "ON"/"OFF"/"true"/"false"/"1"/"0"."""
-    if key not in specs:
-        return default
-    v = specs[key]
-    if isinstance(v, bool):
-        return v
-    if isinstance(v, int):
-        return v != 0
-    s = str(v).strip().lower()
-    if s in ("1", "on", "true", "yes"):
-        return True
-    if s in ("0", "off", "false", "no"):
-        return False
-    raise ValueError(f"compile spec {key!r}: {v!r} is not a boolean (use ON/OFF, true/false or 1/0)")
+__all__ = ["CudaBackend"]
 
 
 class CudaBackend(AotiBackend):
