@@ -299,48 +299,74 @@ std::vector<double> ref_conv(const Conv& given, const std::vector<float>& x, con
     out_sp[d] = c.transposed ? (c.in[d] - 1) * c.stride[d] - 2 * c.pad[d] + span + c.opad[d]
                              : (c.in[d] + 2 * c.pad[d] - span) / c.stride[d] + 1;
   }
-  // Spatial dims padded to 2 (H, W) for the loops; 1-d uses H = 1.
-  auto dim = [&](const std::vector<int64_t>& v, int i) { return sd == 2 ? v[i] : (i == 0 ? 1 : v[0]); };
-  const int64_t IH = dim(c.in, 0), IW = dim(c.in, 1), KH = dim(c.k, 0), KW = dim(c.k, 1);
-  const int64_t OH = dim(out_sp, 0), OW = dim(out_sp, 1);
-  const int64_t SH = sd == 2 ? c.stride[0] : 1, SW = c.stride[sd - 1];
-  const int64_t PH = sd == 2 ? c.pad[0] : 0, PW = c.pad[sd - 1];
-  const int64_t DH = sd == 2 ? c.dil[0] : 1, DW = c.dil[sd - 1];
+  // Spatial dims padded to 3 (D, H, W) for the loops; missing leading dims have size 1.
+  const size_t lead = 3 - sd;
+  auto dim = [&](const std::vector<int64_t>& v, size_t i, int64_t fill) { return i < lead ? fill : v[i - lead]; };
+  const int64_t ID = dim(c.in, 0, 1), IH = dim(c.in, 1, 1), IW = dim(c.in, 2, 1);
+  const int64_t KD = dim(c.k, 0, 1), KH = dim(c.k, 1, 1), KW = dim(c.k, 2, 1);
+  const int64_t OD = dim(out_sp, 0, 1), OH = dim(out_sp, 1, 1), OW = dim(out_sp, 2, 1);
+  const int64_t SD = dim(c.stride, 0, 1), SH = dim(c.stride, 1, 1), SW = dim(c.stride, 2, 1);
+  const int64_t PD = dim(c.pad, 0, 0), PH = dim(c.pad, 1, 0), PW = dim(c.pad, 2, 0);
+  const int64_t DD = dim(c.dil, 0, 1), DH = dim(c.dil, 1, 1), DW = dim(c.dil, 2, 1);
   const int64_t cig = c.cin / c.groups, cog = c.cout / c.groups;
-  std::vector<double> y(static_cast<size_t>(c.n * c.cout * OH * OW), 0.0);
+  const int64_t in_plane = ID * IH * IW, out_plane = OD * OH * OW, k_plane = KD * KH * KW;
+  std::vector<double> y(static_cast<size_t>(c.n * c.cout * out_plane), 0.0);
   for (int64_t n = 0; n < c.n; ++n)
     for (int64_t g = 0; g < c.groups; ++g)
       for (int64_t oc = 0; oc < cog; ++oc)
         for (int64_t ic = 0; ic < cig; ++ic)
-          for (int64_t kh = 0; kh < KH; ++kh)
-            for (int64_t kw = 0; kw < KW; ++kw) {
-              const int64_t ci = g * cig + ic, co = g * cog + oc;
-              const double wv = c.transposed ? w[((ci * cog + oc) * KH + kh) * KW + kw]
-                                             : w[((co * cig + ic) * KH + kh) * KW + kw];
-              if (!c.transposed) {
-                for (int64_t oh = 0; oh < OH; ++oh)
-                  for (int64_t ow = 0; ow < OW; ++ow) {
-                    const int64_t ih = oh * SH - PH + kh * DH, iw = ow * SW - PW + kw * DW;
-                    if (ih < 0 || ih >= IH || iw < 0 || iw >= IW) continue;
-                    y[((n * c.cout + co) * OH + oh) * OW + ow] += wv * x[((n * c.cin + ci) * IH + ih) * IW + iw];
-                  }
-              } else {
-                for (int64_t ih = 0; ih < IH; ++ih)
-                  for (int64_t iw = 0; iw < IW; ++iw) {
-                    const int64_t oh = ih * SH - PH + kh * DH, ow = iw * SW - PW + kw * DW;
-                    if (oh < 0 || oh >= OH || ow < 0 || ow >= OW) continue;
-                    y[((n * c.cout + co) * OH + oh) * OW + ow] += wv * x[((n * c.cin + ci) * IH + ih) * IW + iw];
-                  }
+          for (int64_t kd = 0; kd < KD; ++kd)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                const int64_t ci = g * cig + ic, co = g * cog + oc, tap = (kd * KH + kh) * KW + kw;
+                const double wv = c.transposed ? w[(ci * cog + oc) * k_plane + tap] : w[(co * cig + ic) * k_plane + tap];
+                // Regular: output (o*) meets input o * stride - pad + k * dil; transposed: the reverse.
+                const int64_t AD = c.transposed ? ID : OD, AH = c.transposed ? IH : OH, AW = c.transposed ? IW : OW;
+                for (int64_t ad = 0; ad < AD; ++ad)
+                  for (int64_t ah = 0; ah < AH; ++ah)
+                    for (int64_t aw = 0; aw < AW; ++aw) {
+                      const int64_t bd = ad * SD - PD + kd * DD, bh = ah * SH - PH + kh * DH,
+                                    bw = aw * SW - PW + kw * DW;
+                      const int64_t BD = c.transposed ? OD : ID, BH = c.transposed ? OH : IH,
+                                    BW = c.transposed ? OW : IW;
+                      if (bd < 0 || bd >= BD || bh < 0 || bh >= BH || bw < 0 || bw >= BW) continue;
+                      const int64_t a_at = (ad * AH + ah) * AW + aw, b_at = (bd * BH + bh) * BW + bw;
+                      const int64_t out_at = c.transposed ? b_at : a_at, in_at = c.transposed ? a_at : b_at;
+                      y[(n * c.cout + co) * out_plane + out_at] += wv * x[(n * c.cin + ci) * in_plane + in_at];
+                    }
               }
-            }
   if (c.bias)
     for (int64_t n = 0; n < c.n; ++n)
       for (int64_t co = 0; co < c.cout; ++co)
-        for (int64_t p = 0; p < OH * OW; ++p) y[(n * c.cout + co) * OH * OW + p] += b[co];
+        for (int64_t p = 0; p < out_plane; ++p) y[(n * c.cout + co) * out_plane + p] += b[co];
   return y;
 }
 
-void run_conv_case(const Conv& c, int32_t dtype, bool channels_last_input, const std::string& name) {
+// How a test lays out a convolution operand in memory.
+enum class Layout { Contiguous, ChannelsLast, PaddedChannels };
+
+std::vector<int64_t> layout_strides(const std::vector<int64_t>& sizes, Layout layout) {
+  if (layout == Layout::ChannelsLast) {  // NHWC / NDHWC: channels innermost, then the spatial dims in order
+    std::vector<int64_t> st(sizes.size());
+    int64_t acc = 1;
+    st[1] = acc;
+    acc *= sizes[1];
+    for (size_t d = sizes.size(); d-- > 2;) {
+      st[d] = acc;
+      acc *= sizes[d];
+    }
+    st[0] = acc;
+    return st;
+  }
+  if (layout == Layout::PaddedChannels) {  // a slice of a tensor with 3 more channels: no single stride walks it
+    auto padded = sizes;
+    padded[1] += 3;
+    return contiguous(padded);
+  }
+  return contiguous(sizes);
+}
+
+void run_conv_layouts(const Conv& c, int32_t dtype, Layout x_layout, Layout w_layout, const std::string& name) {
   std::vector<int64_t> xs{c.n, c.cin}, ws;
   for (auto v : c.in) xs.push_back(v);
   if (c.transposed) {
@@ -353,13 +379,9 @@ void run_conv_case(const Conv& c, int32_t dtype, bool channels_last_input, const
   for (auto v : xs) xn *= v;
   for (auto v : ws) wn *= v;
   auto xv = random_values(xn, 21), wv = random_values(wn, 22), bv = random_values(c.cout, 23);
-  std::vector<int64_t> xst = contiguous(xs);
-  if (channels_last_input) {  // NHWC strides
-    xst = {xs[1] * xs[2] * xs[3], 1, xs[3] * xs[1], xs[1]};
-  }
   Handle x, w, b, out;
-  make(x, xv, xs, xst, dtype);
-  make(w, wv, ws, contiguous(ws), dtype);
+  make(x, xv, xs, layout_strides(xs, x_layout), dtype);
+  make(w, wv, ws, layout_strides(ws, w_layout), dtype);
   if (c.bias) make(b, bv, {c.cout}, {1}, dtype);
   AtenTensorHandle bias_h = c.bias ? b.h : nullptr;
   ASSERT_EQ(aoti_torch_cpu_convolution(x, w, c.bias ? &bias_h : nullptr, c.stride.data(),
@@ -378,12 +400,17 @@ void run_conv_case(const Conv& c, int32_t dtype, bool channels_last_input, const
   std::vector<int64_t> expect_sizes{c.n, c.cout};
   for (auto v : osp) expect_sizes.push_back(v);
   ASSERT_EQ(std::vector<int64_t>(sizes, sizes + dim), expect_sizes) << name;
-  if (channels_last_input) {
-    EXPECT_EQ(strides[1], 1) << name << ": channels-last input gives a channels-last output";
-  } else {
-    EXPECT_EQ(std::vector<int64_t>(strides, strides + dim), contiguous(expect_sizes)) << name;
-  }
+  // ATen's rule: a channels-last input or weight (4-d / 5-d) gives a channels-last output.
+  const bool channels_last = xs.size() >= 4 && (x_layout == Layout::ChannelsLast || w_layout == Layout::ChannelsLast);
+  EXPECT_EQ(std::vector<int64_t>(strides, strides + dim),
+            layout_strides(expect_sizes, channels_last ? Layout::ChannelsLast : Layout::Contiguous))
+      << name;
   expect_close(read(out), want, dtype == kF32 ? 1e-5 : 2e-2, name);
+}
+
+void run_conv_case(const Conv& c, int32_t dtype, bool channels_last_input, const std::string& name) {
+  run_conv_layouts(c, dtype, channels_last_input ? Layout::ChannelsLast : Layout::Contiguous, Layout::Contiguous,
+                   name);
 }
 
 TEST(CpuConvolution, Conv2dVariants) {
@@ -410,6 +437,33 @@ TEST(CpuConvolution, Conv1dAndTransposed) {
   run_conv_case({2, 3, 4, 1, {7}, {4}, {3}, {1}, {1}, {2}, true, true}, kF32, false, "transposed conv1d");
   run_conv_case({1, 4, 2, 1, {4, 4}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {1, 1}, true, true}, kBF16, false,
                 "transposed bf16");
+}
+
+TEST(CpuConvolution, OperandLayoutsAreReadInPlace) {
+  // Every input layout against every weight layout, on a 3x3 convolution (patches gathered), a 1x1 one
+  // (the input is the patch matrix when one stride walks its pixels), a strided 1x1 one and a depthwise one.
+  const std::vector<std::pair<Conv, std::string>> convs = {
+      {{2, 6, 8, 2, {7, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, false, true}, "3x3 groups 2"},
+      {{2, 6, 5, 1, {4, 6}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {}, false, true}, "1x1"},
+      {{1, 6, 4, 1, {7, 6}, {1, 1}, {2, 2}, {0, 0}, {1, 1}, {}, false, false}, "1x1 stride 2"},
+      {{2, 6, 12, 6, {6, 7}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, {}, false, true}, "depthwise x2"},
+  };
+  const std::vector<std::pair<Layout, std::string>> layouts = {
+      {Layout::Contiguous, "contiguous"}, {Layout::ChannelsLast, "channels-last"}, {Layout::PaddedChannels, "padded"}};
+  for (const auto& [conv, conv_name] : convs)
+    for (const auto& [xl, xl_name] : layouts)
+      for (const auto& [wl, wl_name] : layouts)
+        run_conv_layouts(conv, kF32, xl, wl, conv_name + ", input " + xl_name + ", weight " + wl_name);
+  run_conv_layouts(convs[0].first, kBF16, Layout::ChannelsLast, Layout::ChannelsLast, "3x3 bf16 channels-last");
+}
+
+TEST(CpuConvolution, Conv3d) {
+  run_conv_layouts({2, 3, 4, 1, {4, 5, 6}, {2, 3, 3}, {1, 2, 1}, {1, 1, 0}, {1, 1, 2}, {}, false, true}, kF32,
+                   Layout::Contiguous, Layout::Contiguous, "conv3d");
+  run_conv_layouts({1, 4, 4, 2, {3, 4, 5}, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {}, false, false}, kF32,
+                   Layout::ChannelsLast, Layout::ChannelsLast, "conv3d channels-last groups 2");
+  run_conv_layouts({1, 3, 2, 1, {3, 4, 4}, {2, 2, 2}, {2, 2, 2}, {0, 0, 0}, {1, 1, 1}, {0, 0, 0}, true, true}, kF32,
+                   Layout::Contiguous, Layout::Contiguous, "transposed conv3d");
 }
 
 TEST(CpuConvolution, BadArgumentsFail) {
@@ -762,6 +816,22 @@ TEST(CpuAttention, SameResultWithAnyThreadCount) {
         EXPECT_EQ(got_lse, one_lse) << name << ", " << threads << " threads";
       }
     }
+  }
+}
+
+TEST(CpuConvolution, SplitOverTheCallsTeam) {
+  // Blocks of output pixels (and depthwise channels) go to the team's threads; each block is computed the same
+  // way whichever thread takes it, so every count matches the reference.
+  ASSERT_TRUE(gomp().can_fork()) << "libgomp.so.1 could not be opened";
+  for (int threads : {1, 2, 3}) {
+    const OpenmpThreads::Scope scope(gomp(), threads);
+    const std::string t = ", " + std::to_string(threads) + " threads";
+    run_conv_layouts({1, 8, 16, 1, {33, 31}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, false, true}, kF32,
+                     Layout::ChannelsLast, Layout::ChannelsLast, "3x3 over 1023 pixels" + t);
+    run_conv_layouts({3, 8, 8, 8, {9, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, false, true}, kF32,
+                     Layout::Contiguous, Layout::Contiguous, "depthwise" + t);
+    run_conv_layouts({2, 16, 24, 1, {20, 20}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {}, false, false}, kF32,
+                     Layout::ChannelsLast, Layout::Contiguous, "1x1" + t);
   }
 }
 

@@ -1,10 +1,19 @@
 // aoti_torch_cpu_convolution: aten::convolution for 1-3 spatial dimensions,
 // regular and transposed, with stride, padding, dilation, groups and optional
-// bias. Every case is computed on contiguous float32 buffers with 3 spatial
-// dims (1-d and 2-d problems get leading size-1 dims):
-//  - regular: im2col per (image, group) and one GEMM [Cout/g, K] @ [K, P];
-//    1x1/stride-1/no-padding convolutions skip im2col; one input channel per
-//    group (depthwise) uses a direct loop instead of a thin GEMM.
+// bias. Shapes are normalised to 3 spatial dims (1-d and 2-d problems get
+// leading size-1 dims).
+//  - regular, float32: read through the input's and weight's own strides, so
+//    the channels-last tensors Inductor's CPU layout optimisation produces are
+//    not copied. Per (image, group, block of output pixels) one GEMM
+//    Y[pixels, Cout/g] = patches[pixels, Cin/g * K] @ W^T: the patch rows are
+//    gathered in the weight's element order (channel-major for OIHW weights,
+//    tap-major for channels-last OHWI ones) so W is read in place, and 1x1
+//    stride-1 convolutions use the input itself as the patch matrix. The
+//    blocks are spread over the model call's OpenMP team (parallel_for.h),
+//    each gathering into a scratch buffer its thread keeps. Depthwise
+//    convolutions (one input channel per group, few output channels) are
+//    direct loops instead (depthwise_conv.h).
+//  - other dtypes are converted to contiguous float32 at the edges.
 //  - transposed: one GEMM W^T @ x per (image, group), then col2im scatter-add.
 // The output's memory format follows ATen (channels-last when the input or
 // weight is channels-last), since the compiled model indexes it with the
@@ -14,9 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "devices/cpu/ops/conv_geometry.h"
+#include "devices/cpu/ops/depthwise_conv.h"
 #include "devices/cpu/ops/float_io.h"
 #include "devices/cpu/ops/gemm.h"
 #include "devices/cpu/ops/op_args.h"
+#include "devices/cpu/ops/parallel_for.h"
 
 using namespace kiln;
 using namespace kiln::aoti;
@@ -24,20 +36,7 @@ using namespace kiln::cpu;
 
 namespace {
 
-constexpr int kMaxSpatial = 3;
-
-struct ConvShape {
-  int64_t n = 0, cin = 0, cout = 0, groups = 1;
-  int spatial = 0;  // 1..3, as given
-  // Normalised to 3 spatial dims: index 0 = depth, 1 = height, 2 = width.
-  std::array<int64_t, 3> in{1, 1, 1}, k{1, 1, 1}, out{1, 1, 1};
-  std::array<int64_t, 3> stride{1, 1, 1}, pad{0, 0, 0}, dil{1, 1, 1}, opad{0, 0, 0};
-  bool transposed = false;
-
-  int64_t in_plane() const { return in[0] * in[1] * in[2]; }
-  int64_t out_plane() const { return out[0] * out[1] * out[2]; }
-  int64_t k_plane() const { return k[0] * k[1] * k[2]; }
-};
+using namespace kiln::cpu::conv;
 
 // Expands a per-dimension parameter: one value for all dims, or one per dim.
 Error expand_param(const int64_t* p, int64_t len, const char* name, int spatial, int64_t fill,
@@ -59,17 +58,24 @@ Error expand_param(const int64_t* p, int64_t len, const char* name, int spatial,
   return Error::Ok;
 }
 
-// Channels-last (NHWC / NDHWC) dense strides, other than plain contiguous.
+// Whether ATen would call `t`'s memory format channels-last (NHWC / NDHWC),
+// which decides the output's format. ATen infers it from the strides alone:
+// walking channels, then the spatial dims innermost first, then the batch,
+// each stride must be at least the extent of the dims before it; ties that
+// a contiguous tensor produces (size-1 dims) count as contiguous.
 bool is_channels_last(const Tensor& t) {
   if (t.dim() != 4 && t.dim() != 5) return false;
-  if (t.is_contiguous()) return false;
+  const auto& size = t.sizes();
+  const auto& stride = t.strides();
+  if (stride[1] == 0) return false;
   std::vector<size_t> order{1};
-  for (size_t d = t.sizes().size() - 1; d >= 2; --d) order.push_back(d);
+  for (size_t d = size.size() - 1; d >= 2; --d) order.push_back(d);
   order.push_back(0);
-  int64_t expected = 1;
+  int64_t extent = 0;
   for (size_t d : order) {
-    if (t.sizes()[d] != 1 && t.strides()[d] != expected) return false;
-    expected *= t.sizes()[d];
+    if (size[d] == 0 || stride[d] < extent) return false;
+    if (d == 0 && extent == stride[1]) return false;  // N111-like: contiguous
+    extent = stride[d] * (size[d] > 1 ? size[d] : 1);
   }
   return true;
 }
@@ -149,35 +155,6 @@ Result<ConvShape> check_shape(const Tensor& x, const Tensor& w, const Tensor* bi
   return s;
 }
 
-// col[(c*K + kk), p] for one group's input planes x[c] (c < channels).
-void im2col(const float* x, int64_t channels, const ConvShape& s, float* col) {
-  const int64_t P = s.out_plane();
-  for (int64_t c = 0; c < channels; ++c) {
-    const float* xc = x + c * s.in_plane();
-    for (int64_t kd = 0; kd < s.k[0]; ++kd)
-      for (int64_t kh = 0; kh < s.k[1]; ++kh)
-        for (int64_t kw = 0; kw < s.k[2]; ++kw) {
-          float* row = col + (((c * s.k[0] + kd) * s.k[1] + kh) * s.k[2] + kw) * P;
-          for (int64_t od = 0; od < s.out[0]; ++od) {
-            const int64_t id = od * s.stride[0] - s.pad[0] + kd * s.dil[0];
-            for (int64_t oh = 0; oh < s.out[1]; ++oh) {
-              const int64_t ih = oh * s.stride[1] - s.pad[1] + kh * s.dil[1];
-              float* dst = row + (od * s.out[1] + oh) * s.out[2];
-              if (id < 0 || id >= s.in[0] || ih < 0 || ih >= s.in[1]) {
-                std::fill(dst, dst + s.out[2], 0.0f);
-                continue;
-              }
-              const float* src = xc + (id * s.in[1] + ih) * s.in[2];
-              for (int64_t ow = 0; ow < s.out[2]; ++ow) {
-                const int64_t iw = ow * s.stride[2] - s.pad[2] + kw * s.dil[2];
-                dst[ow] = (iw >= 0 && iw < s.in[2]) ? src[iw] : 0.0f;
-              }
-            }
-          }
-        }
-  }
-}
-
 // y[c] += scatter of col rows, the adjoint of im2col with in/out roles swapped:
 // transposed convolution maps input position i to output i*stride - pad + k*dil.
 void col2im(const float* col, int64_t channels, const ConvShape& s, float* y) {
@@ -206,68 +183,182 @@ void col2im(const float* col, int64_t channels, const ConvShape& s, float* y) {
   }
 }
 
-// One input channel per group: each output channel reads one input plane.
-void depthwise(const float* x, const float* w, int64_t cout_per_group, const ConvShape& s, float* y) {
-  for (int64_t m = 0; m < cout_per_group; ++m) {
-    const float* wk = w + m * s.k_plane();
-    float* ym = y + m * s.out_plane();
-    for (int64_t od = 0; od < s.out[0]; ++od)
-      for (int64_t oh = 0; oh < s.out[1]; ++oh)
-        for (int64_t ow = 0; ow < s.out[2]; ++ow) {
-          float acc = 0.0f;
-          for (int64_t kd = 0; kd < s.k[0]; ++kd) {
-            const int64_t id = od * s.stride[0] - s.pad[0] + kd * s.dil[0];
-            if (id < 0 || id >= s.in[0]) continue;
-            for (int64_t kh = 0; kh < s.k[1]; ++kh) {
-              const int64_t ih = oh * s.stride[1] - s.pad[1] + kh * s.dil[1];
-              if (ih < 0 || ih >= s.in[1]) continue;
-              for (int64_t kw = 0; kw < s.k[2]; ++kw) {
-                const int64_t iw = ow * s.stride[2] - s.pad[2] + kw * s.dil[2];
-                if (iw < 0 || iw >= s.in[2]) continue;
-                acc += wk[(kd * s.k[1] + kh) * s.k[2] + kw] * x[(id * s.in[1] + ih) * s.in[2] + iw];
-              }
-            }
+// Whether dims `order` (innermost first) of `v` are dense one inside the next,
+// starting from the stride of the first that is not of size 1 (size-1 dims
+// may have any stride); sets `unit` to that stride.
+bool dense_in_order(const Strided5& v, std::initializer_list<int> order, int64_t& unit) {
+  unit = 1;
+  for (int d : order)
+    if (v.size[d] != 1) {
+      unit = v.stride[d];
+      break;
+    }
+  int64_t expected = unit;
+  for (int d : order) {
+    if (v.size[d] != 1 && v.stride[d] != expected) return false;
+    expected *= v.size[d];
+  }
+  return true;
+}
+
+// How the Cin/g * K elements of one output channel's weights are ordered, so
+// the patch rows can be gathered in the same order and W read in place.
+enum class TapOrder { ChannelMajor, TapMajor };
+
+struct WeightMatrix {
+  TapOrder order = TapOrder::ChannelMajor;
+  int64_t element_stride = 1;  // between consecutive (channel, tap) elements
+};
+
+// W [Cout, Cin/g, kd, kh, kw] as a matrix over its flattened (channel, tap)
+// elements, if one stride walks them: channel-major (OIHW dense) or tap-major
+// (channels-last, OHWI dense).
+bool weight_as_matrix(const Strided5& w, WeightMatrix& m) {
+  if (dense_in_order(w, {4, 3, 2, 1}, m.element_stride)) {
+    m.order = TapOrder::ChannelMajor;
+    return true;
+  }
+  if (dense_in_order(w, {1, 4, 3, 2}, m.element_stride)) {
+    m.order = TapOrder::TapMajor;
+    return true;
+  }
+  return false;
+}
+
+// Patch rows for output pixels [p0, p0 + rows) of image n, channels
+// [c0, c0 + cin_g): row r holds the input values that output pixel meets, in
+// the weight's element order, zeros where the window hangs over the padding.
+void gather_patches(const Strided5& x, int64_t n, int64_t c0, int64_t cin_g, const ConvShape& s, TapOrder order,
+                    int64_t p0, int64_t rows, float* col) {
+  const int64_t K = s.k_plane(), width = cin_g * K;
+  const int64_t channel_step = order == TapOrder::ChannelMajor ? K : 1;
+  const int64_t sc = x.stride[1];
+  const float* base = x.data + n * x.stride[0] + c0 * sc;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t p = p0 + r;
+    const int64_t od = p / (s.out[1] * s.out[2]), oh = (p / s.out[2]) % s.out[1], ow = p % s.out[2];
+    float* row = col + r * width;
+    int64_t tap = 0;
+    for (int64_t kd = 0; kd < s.k[0]; ++kd) {
+      const int64_t id = od * s.stride[0] - s.pad[0] + kd * s.dil[0];
+      for (int64_t kh = 0; kh < s.k[1]; ++kh) {
+        const int64_t ih = oh * s.stride[1] - s.pad[1] + kh * s.dil[1];
+        for (int64_t kw = 0; kw < s.k[2]; ++kw, ++tap) {
+          const int64_t iw = ow * s.stride[2] - s.pad[2] + kw * s.dil[2];
+          float* dst = row + (order == TapOrder::ChannelMajor ? tap : tap * cin_g);
+          if (id < 0 || id >= s.in[0] || ih < 0 || ih >= s.in[1] || iw < 0 || iw >= s.in[2]) {
+            for (int64_t c = 0; c < cin_g; ++c) dst[c * channel_step] = 0.0f;
+            continue;
           }
-          ym[(od * s.out[1] + oh) * s.out[2] + ow] = acc;
+          const float* src = base + id * x.stride[2] + ih * x.stride[3] + iw * x.stride[4];
+          if (channel_step == 1 && sc == 1) {
+            std::copy(src, src + cin_g, dst);
+          } else {
+            for (int64_t c = 0; c < cin_g; ++c) dst[c * channel_step] = src[c * sc];
+          }
         }
+      }
+    }
   }
 }
 
-Error run_conv(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
+// Output pixels per GEMM: patch blocks of about 256 KiB (they stay in L2), but
+// enough blocks that every thread of the team gets one.
+int64_t pixels_per_block(const ConvShape& s, int64_t width) {
+  const int64_t P = s.out_plane();
+  int64_t rows = std::clamp<int64_t>((int64_t{64} << 10) / std::max<int64_t>(width, 1), 16, P);
+  const int64_t per_image = s.n * s.groups, threads = parallel_threads();
+  if (per_image * ((P + rows - 1) / rows) < threads) {
+    const int64_t blocks = (threads + per_image - 1) / per_image;
+    rows = std::clamp<int64_t>((P + blocks - 1) / blocks, 16, P);
+  }
+  return std::max<int64_t>(rows, 1);
+}
+
+Error forward_conv(const ConvShape& s, const Strided5& x, const Strided5& w, const float* bias, const OutputLayout& y) {
+  const int64_t cin_g = s.cin / s.groups, cout_g = s.cout / s.groups, K = s.k_plane(), P = s.out_plane();
+  const bool pointwise = K == 1 && s.stride == std::array<int64_t, 3>{1, 1, 1} &&
+                         s.pad == std::array<int64_t, 3>{0, 0, 0};
+  if (cin_g == 1 && !pointwise) {
+    if (cout_g == 1 && x.stride[1] == 1 && y.channel_stride == 1) return depthwise_channels_last(x, w, bias, s, y);
+    // With several output channels per input channel (the first layer of a
+    // network over one-channel input, say), one GEMM over the taps does better.
+    if (cout_g < 4) return depthwise_rows(x, w, bias, s, y);
+  }
+
+  WeightMatrix wm;
+  std::vector<float> packed;  // only for weights no single stride walks (not seen from Inductor)
+  Strided5 wv = w;
+  if (!weight_as_matrix(w, wm)) {
+    packed.resize(static_cast<size_t>(s.cout * cin_g * K));
+    for (int64_t o = 0; o < s.cout; ++o)
+      for (int64_t c = 0; c < cin_g; ++c)
+        for (int64_t t = 0; t < K; ++t) {
+          const int64_t kd = t / (s.k[1] * s.k[2]), kh = (t / s.k[2]) % s.k[1], kw = t % s.k[2];
+          packed[static_cast<size_t>((o * cin_g + c) * K + t)] =
+              w.data[o * w.stride[0] + c * w.stride[1] + kd * w.stride[2] + kh * w.stride[3] + kw * w.stride[4]];
+        }
+    wv = strided5(packed.data(), {s.cout, cin_g, s.k[0], s.k[1], s.k[2]},
+                  {cin_g * K, K, s.k[1] * s.k[2], s.k[2], 1});
+    wm = {TapOrder::ChannelMajor, 1};
+  }
+  // Pointwise over an input whose pixels one stride walks: the input is the patch matrix.
+  int64_t pixel_stride = 0;
+  const bool in_place = pointwise && dense_in_order(x, {4, 3, 2}, pixel_stride);
+  const int64_t width = cin_g * K;
+  const int64_t rows = pixels_per_block(s, width), blocks = (P + rows - 1) / rows;
+  return parallel_for(s.n * s.groups * blocks, 1, [&](int64_t begin, int64_t end) -> Error {
+    thread_local std::vector<float> patches;  // kept by the thread: no page faults per call
+    for (int64_t item = begin; item < end; ++item) {
+      const int64_t block = item % blocks, g = (item / blocks) % s.groups, n = item / (blocks * s.groups);
+      const int64_t p0 = block * rows, count = std::min(rows, P - p0);
+      MatrixView<const float> a{};
+      if (in_place) {
+        a = {x.data + n * x.stride[0] + g * cin_g * x.stride[1] + p0 * pixel_stride, count, cin_g, pixel_stride,
+             x.stride[1]};
+      } else {
+        if (patches.size() < static_cast<size_t>(count * width)) patches.resize(static_cast<size_t>(count * width));
+        gather_patches(x, n, g * cin_g, cin_g, s, wm.order, p0, count, patches.data());
+        a = {patches.data(), count, width, width, 1};
+      }
+      const MatrixView<const float> b{wv.data + g * cout_g * wv.stride[0], width, cout_g, wm.element_stride,
+                                      wv.stride[0]};
+      const MatrixView<float> c{y.data + n * y.image_stride + g * cout_g * y.channel_stride + p0 * y.pixel_stride,
+                                count, cout_g, y.pixel_stride, y.channel_stride};
+      KILN_RETURN_IF_ERROR(gemm<float>(a, b, c, 1.0f, 0.0f));
+      if (bias) {
+        // In memory order: the output block is pixel-major (channels-last) or channel-major.
+        const float* bg = bias + g * cout_g;
+        if (c.row_stride <= c.col_stride) {
+          for (int64_t o = 0; o < cout_g; ++o)
+            for (int64_t r = 0; r < count; ++r) c.data[r * c.row_stride + o * c.col_stride] += bg[o];
+        } else {
+          for (int64_t r = 0; r < count; ++r)
+            for (int64_t o = 0; o < cout_g; ++o) c.data[r * c.row_stride + o * c.col_stride] += bg[o];
+        }
+      }
+    }
+    return Error::Ok;
+  });
+}
+
+// Transposed convolution on contiguous float32 buffers.
+Error transposed_conv(const ConvShape& s, const float* x, const float* w, const float* bias, float* y) {
   const int64_t cin_g = s.cin / s.groups, cout_g = s.cout / s.groups;
   const int64_t K = s.k_plane();
   std::vector<float> col;
-  const bool pointwise = K == 1 && s.stride == std::array<int64_t, 3>{1, 1, 1} &&
-                         s.pad == std::array<int64_t, 3>{0, 0, 0};
   for (int64_t n = 0; n < s.n; ++n) {
     for (int64_t g = 0; g < s.groups; ++g) {
       const float* xg = x + (n * s.cin + g * cin_g) * s.in_plane();
       float* yg = y + (n * s.cout + g * cout_g) * s.out_plane();
-      if (!s.transposed) {
-        const float* wg = w + g * cout_g * cin_g * K;
-        if (cin_g == 1 && !pointwise) {
-          depthwise(xg, wg, cout_g, s, yg);
-          continue;
-        }
-        const int64_t rows = cin_g * K, P = s.out_plane();
-        const float* cols = xg;
-        if (!pointwise) {
-          col.resize(static_cast<size_t>(rows * P));
-          im2col(xg, cin_g, s, col.data());
-          cols = col.data();
-        }
-        KILN_RETURN_IF_ERROR(gemm<float>({wg, cout_g, rows, rows, 1}, {cols, rows, P, P, 1}, {yg, cout_g, P, P, 1},
-                                         1.0f, 0.0f));
-      } else {
-        // Weight rows for this group: [cin_g, cout_g * K]; col = W_g^T @ x_g.
-        const float* wg = w + g * cin_g * cout_g * K;
-        const int64_t rows = cout_g * K, P = s.in_plane();
-        col.resize(static_cast<size_t>(rows * P));
-        KILN_RETURN_IF_ERROR(gemm<float>({wg, rows, cin_g, 1, rows}, {xg, cin_g, P, P, 1},
-                                         {col.data(), rows, P, P, 1}, 1.0f, 0.0f));
-        std::fill(yg, yg + cout_g * s.out_plane(), 0.0f);
-        col2im(col.data(), cout_g, s, yg);
-      }
+      // Weight rows for this group: [cin_g, cout_g * K]; col = W_g^T @ x_g.
+      const float* wg = w + g * cin_g * cout_g * K;
+      const int64_t rows = cout_g * K, P = s.in_plane();
+      col.resize(static_cast<size_t>(rows * P));
+      KILN_RETURN_IF_ERROR(gemm<float>({wg, rows, cin_g, 1, rows}, {xg, cin_g, P, P, 1},
+                                       {col.data(), rows, P, P, 1}, 1.0f, 0.0f));
+      std::fill(yg, yg + cout_g * s.out_plane(), 0.0f);
+      col2im(col.data(), cout_g, s, yg);
     }
     if (bias) {
       for (int64_t c = 0; c < s.cout; ++c) {
@@ -309,15 +400,33 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_convolution(
     const auto out_strides = cl ? channels_last_strides(out_sizes) : contiguous_strides(out_sizes);
     KILN_ASSIGN_OR_RETURN(Tensor out, Tensor::empty_strided(out_sizes, out_strides, x->dtype(), Device{}));
 
-    std::vector<float> xs, ws, bs, ys;
-    const float* xf = contiguous_floats(*x, xs);
-    const float* wf = contiguous_floats(*w, ws);
-    const float* bf = b ? contiguous_floats(*b, bs) : nullptr;
-    const bool direct = out.dtype() == DType::Float32 && out.is_contiguous();
-    if (!direct) ys.resize(static_cast<size_t>(out.numel()));
-    float* yf = direct ? out.data<float>() : ys.data();
-    if (out.numel() > 0) KILN_RETURN_IF_ERROR(run_conv(s, xf, wf, bf, yf));
-    if (!direct) store_floats(ys.data(), out);
+    if (out.numel() > 0) {
+      // float32 operands are read through their strides; others are converted to contiguous float32.
+      std::vector<float> xs, ws, bs, ys;
+      const bool direct = out.dtype() == DType::Float32;
+      const float* bf = b ? contiguous_floats(*b, bs) : nullptr;
+      if (transposed) {
+        const float* xf = contiguous_floats(*x, xs);
+        const float* wf = contiguous_floats(*w, ws);
+        const bool in_place = direct && out.is_contiguous();
+        if (!in_place) ys.resize(static_cast<size_t>(out.numel()));
+        KILN_RETURN_IF_ERROR(transposed_conv(s, xf, wf, bf, in_place ? out.data<float>() : ys.data()));
+        if (!in_place) store_floats(ys.data(), out);
+      } else {
+        auto as_strided = [](const Tensor& t, std::vector<float>& scratch) {
+          if (t.dtype() == DType::Float32) return strided5(t.data<const float>(), t.sizes(), t.strides());
+          scratch = to_floats(t);
+          return strided5(scratch.data(), t.sizes(), contiguous_strides(t.sizes()));
+        };
+        const Strided5 xv = as_strided(*x, xs), wv = as_strided(*w, ws);
+        if (!direct) ys.resize(static_cast<size_t>(out.numel()));
+        // The output is dense (contiguous or channels-last): image, channel and pixel strides describe it.
+        const std::vector<int64_t> st = direct ? out.strides() : contiguous_strides(out_sizes);
+        const OutputLayout y{direct ? out.data<float>() : ys.data(), st[0], st[1], st.back()};
+        KILN_RETURN_IF_ERROR(forward_conv(s, xv, wv, bf, y));
+        if (!direct) store_floats(ys.data(), out);
+      }
+    }
     AtenTensorHandle h = new_handle(std::move(out));
     if (h == nullptr) return set_error(Error::OutOfMemory, "out of host memory for a tensor handle");
     *ret0 = h;
