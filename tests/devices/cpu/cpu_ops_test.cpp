@@ -319,7 +319,8 @@ std::vector<double> ref_conv(const Conv& given, const std::vector<float>& x, con
             for (int64_t kh = 0; kh < KH; ++kh)
               for (int64_t kw = 0; kw < KW; ++kw) {
                 const int64_t ci = g * cig + ic, co = g * cog + oc, tap = (kd * KH + kh) * KW + kw;
-                const double wv = c.transposed ? w[(ci * cog + oc) * k_plane + tap] : w[(co * cig + ic) * k_plane + tap];
+                const double wv =
+                    c.transposed ? w[(ci * cog + oc) * k_plane + tap] : w[(co * cig + ic) * k_plane + tap];
                 // Regular: output (o*) meets input o * stride - pad + k * dil; transposed: the reverse.
                 const int64_t AD = c.transposed ? ID : OD, AH = c.transposed ? IH : OH, AW = c.transposed ? IW : OW;
                 for (int64_t ad = 0; ad < AD; ++ad)
@@ -832,6 +833,12 @@ TEST(CpuConvolution, SplitOverTheCallsTeam) {
                      Layout::Contiguous, Layout::Contiguous, "depthwise" + t);
     run_conv_layouts({2, 16, 24, 1, {20, 20}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {}, false, false}, kF32,
                      Layout::ChannelsLast, Layout::Contiguous, "1x1" + t);
+    // Channels-last output: the three images' 63 pixels each are one range of GEMM rows, so blocks
+    // start and end inside images.
+    run_conv_layouts({3, 6, 10, 2, {7, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, false, true}, kF32,
+                     Layout::ChannelsLast, Layout::Contiguous, "3x3 groups 2 over 3 images" + t);
+    run_conv_layouts({3, 6, 10, 1, {7, 9}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {}, false, true}, kF32,
+                     Layout::ChannelsLast, Layout::ChannelsLast, "1x1 over 3 images" + t);
   }
 }
 

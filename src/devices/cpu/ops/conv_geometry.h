@@ -34,7 +34,8 @@ struct Strided5 {
   std::array<int64_t, 5> size{1, 1, 1, 1, 1}, stride{0, 0, 0, 0, 0};
 };
 
-inline Strided5 strided5(const float* data, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+inline Strided5 strided5(const float* data, const std::vector<int64_t>& sizes,
+                         const std::vector<int64_t>& strides) {
   Strided5 v;
   v.data = data;
   const size_t lead = 5 - sizes.size();

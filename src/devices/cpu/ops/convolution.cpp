@@ -94,9 +94,9 @@ std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sizes) {
 }
 
 Result<ConvShape> check_shape(const Tensor& x, const Tensor& w, const Tensor* bias, const int64_t* stride,
-                              int64_t stride_len, const int64_t* padding, int64_t padding_len, const int64_t* dilation,
-                              int64_t dilation_len, bool transposed, const int64_t* output_padding,
-                              int64_t output_padding_len, int64_t groups) {
+                              int64_t stride_len, const int64_t* padding, int64_t padding_len,
+                              const int64_t* dilation, int64_t dilation_len, bool transposed,
+                              const int64_t* output_padding, int64_t output_padding_len, int64_t groups) {
   ConvShape s;
   if (x.dim() < 3 || x.dim() > 5)
     return invalid("input must be 3-d, 4-d or 5-d (batched), got " + x.describe());
@@ -116,16 +116,19 @@ Result<ConvShape> check_shape(const Tensor& x, const Tensor& w, const Tensor* bi
   KILN_RETURN_IF_ERROR(expand_param(padding, padding_len, "padding", s.spatial, 0, s.pad));
   KILN_RETURN_IF_ERROR(expand_param(dilation, dilation_len, "dilation", s.spatial, 1, s.dil));
   if (transposed)
-    KILN_RETURN_IF_ERROR(expand_param(output_padding, output_padding_len, "output_padding", s.spatial, 0, s.opad));
+    KILN_RETURN_IF_ERROR(
+        expand_param(output_padding, output_padding_len, "output_padding", s.spatial, 0, s.opad));
   for (int i = lead; i < kMaxSpatial; ++i) {
     if (s.stride[i] < 1) return invalid("stride must be positive, got " + std::to_string(s.stride[i]));
     if (s.dil[i] < 1) return invalid("dilation must be positive, got " + std::to_string(s.dil[i]));
     if (s.pad[i] < 0) return invalid("padding must be non-negative, got " + std::to_string(s.pad[i]));
     if (s.opad[i] < 0 || (s.opad[i] > 0 && s.opad[i] >= std::max(s.stride[i], s.dil[i])))
-      return invalid("output_padding " + std::to_string(s.opad[i]) + " must be smaller than stride or dilation");
+      return invalid("output_padding " + std::to_string(s.opad[i]) +
+                     " must be smaller than stride or dilation");
   }
   if (s.cin % groups != 0)
-    return invalid("groups " + std::to_string(groups) + " does not divide input channels " + std::to_string(s.cin));
+    return invalid("groups " + std::to_string(groups) + " does not divide input channels " +
+                   std::to_string(s.cin));
   if (!transposed) {
     if (w.size(1) * groups != s.cin)
       return invalid("weight " + shape_string(w.sizes()) + " expects " + std::to_string(w.size(1) * groups) +
@@ -137,8 +140,8 @@ Result<ConvShape> check_shape(const Tensor& x, const Tensor& w, const Tensor* bi
                      std::to_string(s.cout));
   } else {
     if (w.size(0) != s.cin)
-      return invalid("transposed weight " + shape_string(w.sizes()) + " expects " + std::to_string(w.size(0)) +
-                     " input channels, input has " + std::to_string(s.cin));
+      return invalid("transposed weight " + shape_string(w.sizes()) + " expects " +
+                     std::to_string(w.size(0)) + " input channels, input has " + std::to_string(s.cin));
     s.cout = w.size(1) * groups;
   }
   for (int i = lead; i < kMaxSpatial; ++i) {
@@ -148,10 +151,12 @@ Result<ConvShape> check_shape(const Tensor& x, const Tensor& w, const Tensor* bi
     if (!transposed && s.in[i] + 2 * s.pad[i] < span)
       return invalid("kernel extent " + std::to_string(span) + " exceeds padded input size " +
                      std::to_string(s.in[i] + 2 * s.pad[i]));
-    if (s.out[i] <= 0) return invalid("computed output size " + std::to_string(s.out[i]) + " is not positive");
+    if (s.out[i] <= 0)
+      return invalid("computed output size " + std::to_string(s.out[i]) + " is not positive");
   }
   if (bias && (bias->dim() != 1 || bias->size(0) != s.cout))
-    return invalid("bias " + bias->describe() + " does not match " + std::to_string(s.cout) + " output channels");
+    return invalid("bias " + bias->describe() + " does not match " + std::to_string(s.cout) +
+                   " output channels");
   return s;
 }
 
@@ -225,17 +230,18 @@ bool weight_as_matrix(const Strided5& w, WeightMatrix& m) {
   return false;
 }
 
-// Patch rows for output pixels [p0, p0 + rows) of image n, channels
-// [c0, c0 + cin_g): row r holds the input values that output pixel meets, in
-// the weight's element order, zeros where the window hangs over the padding.
-void gather_patches(const Strided5& x, int64_t n, int64_t c0, int64_t cin_g, const ConvShape& s, TapOrder order,
-                    int64_t p0, int64_t rows, float* col) {
-  const int64_t K = s.k_plane(), width = cin_g * K;
+// Patch rows [row0, row0 + rows) of images n0, n0 + 1, ... (row r is output
+// pixel r % P of image n0 + r / P), channels [c0, c0 + cin_g): each holds the
+// input values that output pixel meets, in the weight's element order, zeros
+// where the window hangs over the padding.
+void gather_patches(const Strided5& x, int64_t n0, int64_t c0, int64_t cin_g, const ConvShape& s,
+                    TapOrder order, int64_t row0, int64_t rows, float* col) {
+  const int64_t K = s.k_plane(), width = cin_g * K, P = s.out_plane();
   const int64_t channel_step = order == TapOrder::ChannelMajor ? K : 1;
   const int64_t sc = x.stride[1];
-  const float* base = x.data + n * x.stride[0] + c0 * sc;
   for (int64_t r = 0; r < rows; ++r) {
-    const int64_t p = p0 + r;
+    const int64_t n = n0 + (row0 + r) / P, p = (row0 + r) % P;
+    const float* base = x.data + n * x.stride[0] + c0 * sc;
     const int64_t od = p / (s.out[1] * s.out[2]), oh = (p / s.out[2]) % s.out[1], ow = p % s.out[2];
     float* row = col + r * width;
     int64_t tap = 0;
@@ -262,25 +268,35 @@ void gather_patches(const Strided5& x, int64_t n, int64_t c0, int64_t cin_g, con
   }
 }
 
-// Output pixels per GEMM: patch blocks of about 256 KiB (they stay in L2), but
-// enough blocks that every thread of the team gets one.
-int64_t pixels_per_block(const ConvShape& s, int64_t width) {
-  const int64_t P = s.out_plane();
-  int64_t rows = std::clamp<int64_t>((int64_t{64} << 10) / std::max<int64_t>(width, 1), 16, P);
-  const int64_t per_image = s.n * s.groups, threads = parallel_threads();
-  if (per_image * ((P + rows - 1) / rows) < threads) {
-    const int64_t blocks = (threads + per_image - 1) / per_image;
-    rows = std::clamp<int64_t>((P + blocks - 1) / blocks, 16, P);
+// Patch scratch a thread keeps between calls (2 MiB); taller blocks borrow
+// memory for the call only.
+constexpr int64_t kKeptPatchFloats = int64_t{512} << 10;
+
+// Output rows per GEMM, out of `rows` in each of `units` independent row
+// ranges. Each GEMM packs the whole weight matrix again, so blocks are tall:
+// the whole range when the input is the patch matrix itself, else what the
+// kept scratch holds but at least 256 rows; cut shorter only so every thread
+// of the team gets a block.
+int64_t rows_per_block(int64_t rows, int64_t units, int64_t width, bool in_place) {
+  int64_t block = rows;
+  if (!in_place)
+    block = std::min(rows, std::max<int64_t>(kKeptPatchFloats / std::max<int64_t>(width, 1), 256));
+  const int64_t threads = parallel_threads();
+  if (units * ((rows + block - 1) / block) < threads) {
+    const int64_t per_unit = (threads + units - 1) / units;
+    block = std::clamp<int64_t>((rows + per_unit - 1) / per_unit, std::min<int64_t>(rows, 32), rows);
   }
-  return std::max<int64_t>(rows, 1);
+  return std::max<int64_t>(block, 1);
 }
 
-Error forward_conv(const ConvShape& s, const Strided5& x, const Strided5& w, const float* bias, const OutputLayout& y) {
+Error forward_conv(const ConvShape& s, const Strided5& x, const Strided5& w, const float* bias,
+                   const OutputLayout& y) {
   const int64_t cin_g = s.cin / s.groups, cout_g = s.cout / s.groups, K = s.k_plane(), P = s.out_plane();
-  const bool pointwise = K == 1 && s.stride == std::array<int64_t, 3>{1, 1, 1} &&
-                         s.pad == std::array<int64_t, 3>{0, 0, 0};
+  const bool pointwise =
+      K == 1 && s.stride == std::array<int64_t, 3>{1, 1, 1} && s.pad == std::array<int64_t, 3>{0, 0, 0};
   if (cin_g == 1 && !pointwise) {
-    if (cout_g == 1 && x.stride[1] == 1 && y.channel_stride == 1) return depthwise_channels_last(x, w, bias, s, y);
+    if (cout_g == 1 && x.stride[1] == 1 && y.channel_stride == 1)
+      return depthwise_channels_last(x, w, bias, s, y);
     // With several output channels per input channel (the first layer of a
     // network over one-channel input, say), one GEMM over the taps does better.
     if (cout_g < 4) return depthwise_rows(x, w, bias, s, y);
@@ -296,35 +312,54 @@ Error forward_conv(const ConvShape& s, const Strided5& x, const Strided5& w, con
         for (int64_t t = 0; t < K; ++t) {
           const int64_t kd = t / (s.k[1] * s.k[2]), kh = (t / s.k[2]) % s.k[1], kw = t % s.k[2];
           packed[static_cast<size_t>((o * cin_g + c) * K + t)] =
-              w.data[o * w.stride[0] + c * w.stride[1] + kd * w.stride[2] + kh * w.stride[3] + kw * w.stride[4]];
+              w.data[o * w.stride[0] + c * w.stride[1] + kd * w.stride[2] + kh * w.stride[3] +
+                     kw * w.stride[4]];
         }
     wv = strided5(packed.data(), {s.cout, cin_g, s.k[0], s.k[1], s.k[2]},
                   {cin_g * K, K, s.k[1] * s.k[2], s.k[2], 1});
     wm = {TapOrder::ChannelMajor, 1};
   }
-  // Pointwise over an input whose pixels one stride walks: the input is the patch matrix.
+  // GEMM rows are output pixels. When images follow one another pixel by
+  // pixel in the output (channels-last), all images' pixels form one row
+  // range, so small late layers still get tall GEMMs; else each image is one.
+  const bool merge_images = s.n > 1 && y.image_stride == P * y.pixel_stride;
+  const int64_t range_rows = merge_images ? s.n * P : P;
+  const int64_t ranges = merge_images ? s.groups : s.n * s.groups;
+  // Pointwise over an input whose pixels (and images, if merged) one stride
+  // walks: the input is the patch matrix.
   int64_t pixel_stride = 0;
-  const bool in_place = pointwise && dense_in_order(x, {4, 3, 2}, pixel_stride);
+  const bool in_place = pointwise && dense_in_order(x, {4, 3, 2}, pixel_stride) &&
+                        (!merge_images || x.stride[0] == P * pixel_stride);
   const int64_t width = cin_g * K;
-  const int64_t rows = pixels_per_block(s, width), blocks = (P + rows - 1) / rows;
-  return parallel_for(s.n * s.groups * blocks, 1, [&](int64_t begin, int64_t end) -> Error {
-    thread_local std::vector<float> patches;  // kept by the thread: no page faults per call
+  const int64_t rows = rows_per_block(range_rows, ranges, width, in_place);
+  const int64_t blocks = (range_rows + rows - 1) / rows;
+  return parallel_for(ranges * blocks, 1, [&](int64_t begin, int64_t end) -> Error {
+    thread_local std::vector<float> kept;  // no page faults per call for blocks that fit
+    std::vector<float> borrowed;
+    float* patches = nullptr;
+    if (!in_place) {
+      const auto need = static_cast<size_t>(rows * width);
+      std::vector<float>& scratch = need <= static_cast<size_t>(kKeptPatchFloats) ? kept : borrowed;
+      if (scratch.size() < need) scratch.resize(need);
+      patches = scratch.data();
+    }
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t block = item % blocks, g = (item / blocks) % s.groups, n = item / (blocks * s.groups);
-      const int64_t p0 = block * rows, count = std::min(rows, P - p0);
+      const int64_t block = item % blocks, g = (item / blocks) % s.groups;
+      const int64_t n = merge_images ? 0 : item / (blocks * s.groups);  // first image of the range
+      const int64_t r0 = block * rows, count = std::min(rows, range_rows - r0);
       MatrixView<const float> a{};
       if (in_place) {
-        a = {x.data + n * x.stride[0] + g * cin_g * x.stride[1] + p0 * pixel_stride, count, cin_g, pixel_stride,
-             x.stride[1]};
+        a = {x.data + n * x.stride[0] + g * cin_g * x.stride[1] + r0 * pixel_stride, count, cin_g,
+             pixel_stride, x.stride[1]};
       } else {
-        if (patches.size() < static_cast<size_t>(count * width)) patches.resize(static_cast<size_t>(count * width));
-        gather_patches(x, n, g * cin_g, cin_g, s, wm.order, p0, count, patches.data());
-        a = {patches.data(), count, width, width, 1};
+        gather_patches(x, n, g * cin_g, cin_g, s, wm.order, r0, count, patches);
+        a = {patches, count, width, width, 1};
       }
       const MatrixView<const float> b{wv.data + g * cout_g * wv.stride[0], width, cout_g, wm.element_stride,
                                       wv.stride[0]};
-      const MatrixView<float> c{y.data + n * y.image_stride + g * cout_g * y.channel_stride + p0 * y.pixel_stride,
-                                count, cout_g, y.pixel_stride, y.channel_stride};
+      const MatrixView<float> c{
+          y.data + n * y.image_stride + g * cout_g * y.channel_stride + r0 * y.pixel_stride, count, cout_g,
+          y.pixel_stride, y.channel_stride};
       KILN_RETURN_IF_ERROR(gemm<float>(a, b, c, 1.0f, 0.0f));
       if (bias) {
         // In memory order: the output block is pixel-major (channels-last) or channel-major.
@@ -389,10 +424,11 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_convolution(
       KILN_RETURN_IF_ERROR(same_dtype(*b, x->dtype(), "bias"));
     }
     if (!is_float_dtype(x->dtype()))
-      return set_error(Error::NotSupported, std::string("dtype ") + dtype_name(x->dtype()) + " is not supported");
+      return set_error(Error::NotSupported,
+                       std::string("dtype ") + dtype_name(x->dtype()) + " is not supported");
     KILN_RETURN_IF_ERROR(same_dtype(*w, x->dtype(), "weight"));
-    KILN_ASSIGN_OR_RETURN(ConvShape s, check_shape(*x, *w, b, stride, stride_len_, padding, padding_len_, dilation,
-                                                   dilation_len_, transposed != 0, output_padding,
+    KILN_ASSIGN_OR_RETURN(ConvShape s, check_shape(*x, *w, b, stride, stride_len_, padding, padding_len_,
+                                                   dilation, dilation_len_, transposed != 0, output_padding,
                                                    output_padding_len_, groups));
     std::vector<int64_t> out_sizes{s.n, s.cout};
     for (int i = kMaxSpatial - s.spatial; i < kMaxSpatial; ++i) out_sizes.push_back(s.out[i]);
