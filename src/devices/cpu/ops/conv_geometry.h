@@ -24,6 +24,9 @@ struct ConvShape {
   int64_t in_plane() const { return in[0] * in[1] * in[2]; }
   int64_t out_plane() const { return out[0] * out[1] * out[2]; }
   int64_t k_plane() const { return k[0] * k[1] * k[2]; }
+  // The input position along spatial dim d that output position o meets through kernel tap t.
+  int64_t input_at(int d, int64_t o, int64_t t) const { return o * stride[d] - pad[d] + t * dil[d]; }
+  bool inside_input(int d, int64_t i) const { return i >= 0 && i < in[d]; }
 };
 
 // A float32 tensor read through its strides, with its dims normalised to 5:

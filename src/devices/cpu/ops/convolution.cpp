@@ -246,13 +246,13 @@ void gather_patches(const Strided5& x, int64_t n0, int64_t c0, int64_t cin_g, co
     float* row = col + r * width;
     int64_t tap = 0;
     for (int64_t kd = 0; kd < s.k[0]; ++kd) {
-      const int64_t id = od * s.stride[0] - s.pad[0] + kd * s.dil[0];
+      const int64_t id = s.input_at(0, od, kd);
       for (int64_t kh = 0; kh < s.k[1]; ++kh) {
-        const int64_t ih = oh * s.stride[1] - s.pad[1] + kh * s.dil[1];
+        const int64_t ih = s.input_at(1, oh, kh);
         for (int64_t kw = 0; kw < s.k[2]; ++kw, ++tap) {
-          const int64_t iw = ow * s.stride[2] - s.pad[2] + kw * s.dil[2];
+          const int64_t iw = s.input_at(2, ow, kw);
           float* dst = row + (order == TapOrder::ChannelMajor ? tap : tap * cin_g);
-          if (id < 0 || id >= s.in[0] || ih < 0 || ih >= s.in[1] || iw < 0 || iw >= s.in[2]) {
+          if (!s.inside_input(0, id) || !s.inside_input(1, ih) || !s.inside_input(2, iw)) {
             for (int64_t c = 0; c < cin_g; ++c) dst[c * channel_step] = 0.0f;
             continue;
           }

@@ -49,14 +49,14 @@ Error depthwise_channels_last(const Strided5& x, const Strided5& w, const float*
               std::fill(acc, acc + C, 0.0f);
             }
             for (int64_t kd = 0; kd < s.k[0]; ++kd) {
-              const int64_t id = od * s.stride[0] - s.pad[0] + kd * s.dil[0];
-              if (id < 0 || id >= s.in[0]) continue;
+              const int64_t id = s.input_at(0, od, kd);
+              if (!s.inside_input(0, id)) continue;
               for (int64_t kh = 0; kh < s.k[1]; ++kh) {
-                const int64_t ih = oh * s.stride[1] - s.pad[1] + kh * s.dil[1];
-                if (ih < 0 || ih >= s.in[1]) continue;
+                const int64_t ih = s.input_at(1, oh, kh);
+                if (!s.inside_input(1, ih)) continue;
                 for (int64_t kw = 0; kw < s.k[2]; ++kw) {
-                  const int64_t iw = ow * s.stride[2] - s.pad[2] + kw * s.dil[2];
-                  if (iw < 0 || iw >= s.in[2]) continue;
+                  const int64_t iw = s.input_at(2, ow, kw);
+                  if (!s.inside_input(2, iw)) continue;
                   const float* xp =
                       x.data + n * x.stride[0] + id * x.stride[2] + ih * x.stride[3] + iw * x.stride[4];
                   const float* wt = taps.data() + ((kd * s.k[1] + kh) * s.k[2] + kw) * C;
@@ -102,11 +102,11 @@ Error depthwise_rows(const Strided5& x, const Strided5& w, const float* bias, co
             for (int64_t oh = 0; oh < s.out[1]; ++oh) {
               std::fill(acc, acc + out_w, b);
               for (int64_t kd = 0; kd < s.k[0]; ++kd) {
-                const int64_t id = od * s.stride[0] - s.pad[0] + kd * s.dil[0];
-                if (id < 0 || id >= s.in[0]) continue;
+                const int64_t id = s.input_at(0, od, kd);
+                if (!s.inside_input(0, id)) continue;
                 for (int64_t kh = 0; kh < s.k[1]; ++kh) {
-                  const int64_t ih = oh * s.stride[1] - s.pad[1] + kh * s.dil[1];
-                  if (ih < 0 || ih >= s.in[1]) continue;
+                  const int64_t ih = s.input_at(1, oh, kh);
+                  if (!s.inside_input(1, ih)) continue;
                   const float* xr = xc + id * x.stride[2] + ih * x.stride[3];
                   if (!direct_rows)
                     for (int64_t i = 0; i < in_w; ++i) phases[(i % sw) * phase_len + i / sw] = xr[i * xw];
