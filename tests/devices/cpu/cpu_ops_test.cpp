@@ -839,6 +839,11 @@ TEST(CpuConvolution, SplitOverTheCallsTeam) {
                      Layout::ChannelsLast, Layout::Contiguous, "3x3 groups 2 over 3 images" + t);
     run_conv_layouts({3, 6, 10, 1, {7, 9}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {}, false, true}, kF32,
                      Layout::ChannelsLast, Layout::ChannelsLast, "1x1 over 3 images" + t);
+    // More channels than pixels: the team splits the output channels (blocks of 16), not the 25 pixels.
+    run_conv_layouts({1, 8, 48, 1, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, false, true}, kF32,
+                     Layout::ChannelsLast, Layout::Contiguous, "48 channels over 25 pixels" + t);
+    run_conv_layouts({1, 8, 80, 2, {5, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {}, false, true}, kF32,
+                     Layout::Contiguous, Layout::Contiguous, "groups 2 of 40 channels over 25 pixels" + t);
   }
 }
 

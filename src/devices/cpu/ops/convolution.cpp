@@ -272,21 +272,38 @@ void gather_patches(const Strided5& x, int64_t n0, int64_t c0, int64_t cin_g, co
 // memory for the call only.
 constexpr int64_t kKeptPatchFloats = int64_t{512} << 10;
 
-// Output rows per GEMM, out of `rows` in each of `units` independent row
-// ranges. Each GEMM packs the whole weight matrix again, so blocks are tall:
-// the whole range when the input is the patch matrix itself, else what the
-// kept scratch holds but at least 256 rows; cut shorter only so every thread
-// of the team gets a block.
-int64_t rows_per_block(int64_t rows, int64_t units, int64_t width, bool in_place) {
-  int64_t block = rows;
+// How forward_conv cuts its output into GEMMs: blocks of `rows` output
+// pixels by `cols` output channels of one group.
+struct Blocking {
+  int64_t rows, row_blocks, cols, col_blocks;
+};
+
+// Each GEMM packs all of its weight columns, so blocks are tall: the whole
+// row range when the input is the patch matrix itself, else what the kept
+// scratch holds but at least 256 rows. Only when that leaves a thread of the
+// team without a block is the output cut further, along its longer side: rows
+// when there are more pixels than channels (each block repacks the weights),
+// else channels (each block gathers and packs its patches again), so a deep
+// layer at batch 1 (49 pixels, 512 channels) does not pack its 9 MB of
+// weights once per thread.
+Blocking plan_blocks(int64_t range_rows, int64_t ranges, int64_t cout_g, int64_t width, bool in_place) {
+  Blocking b{range_rows, 1, cout_g, 1};
   if (!in_place)
-    block = std::min(rows, std::max<int64_t>(kKeptPatchFloats / std::max<int64_t>(width, 1), 256));
+    b.rows = std::min(range_rows, std::max<int64_t>(kKeptPatchFloats / std::max<int64_t>(width, 1), 256));
+  b.row_blocks = (range_rows + b.rows - 1) / b.rows;
   const int64_t threads = parallel_threads();
-  if (units * ((rows + block - 1) / block) < threads) {
-    const int64_t per_unit = (threads + units - 1) / units;
-    block = std::clamp<int64_t>((rows + per_unit - 1) / per_unit, std::min<int64_t>(rows, 32), rows);
+  if (ranges * b.row_blocks >= threads) return b;
+  const int64_t per_range = (threads + ranges - 1) / ranges;
+  if (range_rows >= cout_g) {
+    b.rows = std::clamp<int64_t>((range_rows + per_range - 1) / per_range, std::min<int64_t>(range_rows, 32),
+                                 range_rows);
+    b.row_blocks = (range_rows + b.rows - 1) / b.rows;
+  } else {
+    const int64_t cols = ((cout_g + per_range - 1) / per_range + 15) / 16 * 16;  // whole SIMD vectors
+    b.cols = std::clamp<int64_t>(cols, std::min<int64_t>(cout_g, 16), cout_g);
+    b.col_blocks = (cout_g + b.cols - 1) / b.cols;
   }
-  return std::max<int64_t>(block, 1);
+  return b;
 }
 
 Error forward_conv(const ConvShape& s, const Strided5& x, const Strided5& w, const float* bias,
@@ -331,45 +348,50 @@ Error forward_conv(const ConvShape& s, const Strided5& x, const Strided5& w, con
   const bool in_place = pointwise && dense_in_order(x, {4, 3, 2}, pixel_stride) &&
                         (!merge_images || x.stride[0] == P * pixel_stride);
   const int64_t width = cin_g * K;
-  const int64_t rows = rows_per_block(range_rows, ranges, width, in_place);
-  const int64_t blocks = (range_rows + rows - 1) / rows;
+  const Blocking plan = plan_blocks(range_rows, ranges, cout_g, width, in_place);
+  const int64_t blocks = plan.row_blocks * plan.col_blocks;
   return parallel_for(ranges * blocks, 1, [&](int64_t begin, int64_t end) -> Error {
     thread_local std::vector<float> kept;  // no page faults per call for blocks that fit
     std::vector<float> borrowed;
     float* patches = nullptr;
     if (!in_place) {
-      const auto need = static_cast<size_t>(rows * width);
+      const auto need = static_cast<size_t>(plan.rows * width);
       std::vector<float>& scratch = need <= static_cast<size_t>(kKeptPatchFloats) ? kept : borrowed;
       if (scratch.size() < need) scratch.resize(need);
       patches = scratch.data();
     }
+    int64_t gathered = -1;  // the row block whose patches are in `patches` (column blocks share them)
     for (int64_t item = begin; item < end; ++item) {
-      const int64_t block = item % blocks, g = (item / blocks) % s.groups;
-      const int64_t n = merge_images ? 0 : item / (blocks * s.groups);  // first image of the range
-      const int64_t r0 = block * rows, count = std::min(rows, range_rows - r0);
+      const int64_t col_block = item % plan.col_blocks, row_block = item / plan.col_blocks;
+      const int64_t block = row_block % plan.row_blocks, g = (row_block / plan.row_blocks) % s.groups;
+      const int64_t n =
+          merge_images ? 0 : row_block / (plan.row_blocks * s.groups);  // first image of the range
+      const int64_t r0 = block * plan.rows, count = std::min(plan.rows, range_rows - r0);
+      const int64_t c0 = g * cout_g + col_block * plan.cols,
+                    ccount = std::min(plan.cols, (g + 1) * cout_g - c0);
       MatrixView<const float> a{};
       if (in_place) {
         a = {x.data + n * x.stride[0] + g * cin_g * x.stride[1] + r0 * pixel_stride, count, cin_g,
              pixel_stride, x.stride[1]};
       } else {
-        gather_patches(x, n, g * cin_g, cin_g, s, wm.order, r0, count, patches);
+        if (gathered != row_block) gather_patches(x, n, g * cin_g, cin_g, s, wm.order, r0, count, patches);
+        gathered = row_block;
         a = {patches, count, width, width, 1};
       }
-      const MatrixView<const float> b{wv.data + g * cout_g * wv.stride[0], width, cout_g, wm.element_stride,
+      const MatrixView<const float> b{wv.data + c0 * wv.stride[0], width, ccount, wm.element_stride,
                                       wv.stride[0]};
-      const MatrixView<float> c{
-          y.data + n * y.image_stride + g * cout_g * y.channel_stride + r0 * y.pixel_stride, count, cout_g,
-          y.pixel_stride, y.channel_stride};
+      const MatrixView<float> c{y.data + n * y.image_stride + c0 * y.channel_stride + r0 * y.pixel_stride,
+                                count, ccount, y.pixel_stride, y.channel_stride};
       KILN_RETURN_IF_ERROR(gemm<float>(a, b, c, 1.0f, 0.0f));
       if (bias) {
         // In memory order: the output block is pixel-major (channels-last) or channel-major.
-        const float* bg = bias + g * cout_g;
+        const float* bc = bias + c0;
         if (c.row_stride <= c.col_stride) {
-          for (int64_t o = 0; o < cout_g; ++o)
-            for (int64_t r = 0; r < count; ++r) c.data[r * c.row_stride + o * c.col_stride] += bg[o];
+          for (int64_t o = 0; o < ccount; ++o)
+            for (int64_t r = 0; r < count; ++r) c.data[r * c.row_stride + o * c.col_stride] += bc[o];
         } else {
           for (int64_t r = 0; r < count; ++r)
-            for (int64_t o = 0; o < cout_g; ++o) c.data[r * c.row_stride + o * c.col_stride] += bg[o];
+            for (int64_t o = 0; o < ccount; ++o) c.data[r * c.row_stride + o * c.col_stride] += bc[o];
         }
       }
     }
