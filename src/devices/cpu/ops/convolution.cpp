@@ -20,6 +20,7 @@
 // strides it saw at export.
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -352,13 +353,17 @@ Error forward_conv(const ConvShape& s, const Strided5& x, const Strided5& w, con
   const int64_t blocks = plan.row_blocks * plan.col_blocks;
   return parallel_for(ranges * blocks, 1, [&](int64_t begin, int64_t end) -> Error {
     thread_local std::vector<float> kept;  // no page faults per call for blocks that fit
-    std::vector<float> borrowed;
+    std::unique_ptr<float[]> borrowed;     // taller blocks: uninitialised, freed with the call
     float* patches = nullptr;
     if (!in_place) {
       const auto need = static_cast<size_t>(plan.rows * width);
-      std::vector<float>& scratch = need <= static_cast<size_t>(kKeptPatchFloats) ? kept : borrowed;
-      if (scratch.size() < need) scratch.resize(need);
-      patches = scratch.data();
+      if (need <= static_cast<size_t>(kKeptPatchFloats)) {
+        if (kept.size() < need) kept.resize(need);
+        patches = kept.data();
+      } else {
+        borrowed.reset(new float[need]);
+        patches = borrowed.get();
+      }
     }
     int64_t gathered = -1;  // the row block whose patches are in `patches` (column blocks share them)
     for (int64_t item = begin; item < end; ++item) {
