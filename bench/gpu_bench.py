@@ -860,7 +860,7 @@ def parse_args(argv=None):
                     help="Kiln checks the weights blob's SHA-256 at load (off by default: the loader checks none)")
     ap.add_argument("--kiln-fuse-projections", choices=("on", "off"), default="on",
                     help="Kiln's exporter fuses projections that share an input (q/k/v, gate/up) into one "
-                         "(default on, Kiln's default); the .pt2 for the loader is compiled from the graph "
+                         "(default on, as Kiln's CUDA backend does); the .pt2 for the loader is compiled from the graph "
                          "as exported either way")
     ap.add_argument("--cold-runs", type=int, default=3)
     ap.add_argument("--cold-models", default="transformer_block,gemma3_decode")

@@ -151,14 +151,14 @@ def constant_names(method) -> set[str]:
     return {line.split("\t")[1] for line in method.metadata["aoti_constants"].splitlines()}
 
 
-def test_kiln_export_fuses_by_default_and_two_methods_share_the_fused_weights(tmp_path):
-    """A prefill method (dynamic length) and a one-token method of the same layer both fuse
-    to the same parameter names, run on Kiln's runtime as eager does, and the compile spec
-    fuse_projections=OFF keeps the graph as exported."""
+def test_fused_export_runs_and_two_methods_share_the_fused_weights(tmp_path):
+    """With fuse_projections=ON, a prefill method (dynamic length) and a one-token method of
+    the same layer both fuse to the same parameter names and run on Kiln's runtime as eager
+    does; the CPU backend's default keeps the graph as exported."""
     torch.manual_seed(3)
     model = GqaBlock(bias=True).eval()
     eps = {"prefill": export_block(model), "step": torch.export.export(model, (torch.randn(2, 1, D),))}
-    program = kiln.export(eps, backend="cpu", verbose=False)
+    program = kiln.export(eps, backend="cpu", compile_specs={"fuse_projections": "ON"}, verbose=False)
     path = tmp_path / "block.kiln"
     program.save(str(path))
     for name in eps:
@@ -175,8 +175,10 @@ def test_kiln_export_fuses_by_default_and_two_methods_share_the_fused_weights(tm
             np.testing.assert_allclose(out, model(x).numpy(), rtol=1e-5, atol=1e-5)
     module.close()
 
-    unfused = kiln.export({"step": eps["step"]}, backend="cpu", compile_specs={"fuse_projections": "OFF"},
-                          verbose=False)
+    unfused = kiln.export({"step": eps["step"]}, backend="cpu", verbose=False)
     names = constant_names(unfused.methods["step"])
     assert {"q_proj.weight", "k_proj.weight", "v_proj.weight", "gate_proj.weight", "up_proj.weight"} <= names
     assert "q_proj__k_proj__v_proj.weight" not in names
+    from kiln.exporter import CpuBackend, CudaBackend
+
+    assert not CpuBackend.FUSE_PROJECTIONS and CudaBackend.FUSE_PROJECTIONS
