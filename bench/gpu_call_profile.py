@@ -54,7 +54,7 @@ def pipelined_ms(fn, calls=200) -> float:
     return (time.perf_counter() - t) * 1e3 / calls
 
 
-def cuda_api_per_call(fn, calls=20) -> str:
+def cuda_api_per_call(fn, calls=20, kernels=15) -> str:
     from torch.profiler import ProfilerActivity, profile
 
     torch.cuda.synchronize()
@@ -73,8 +73,9 @@ def cuda_api_per_call(fn, calls=20) -> str:
     show = lambda picked: [f"    {h:12.1f} {d:11.1f} {n:7.1f}  {name}" for h, d, n, name in picked]  # noqa: E731
     by_host = sorted(rows, reverse=True)[:18]
     # Kernels take no host time of their own: listed apart, by GPU time.
-    by_gpu = sorted((r for r in rows if r[0] == 0 and r[1] > 0), key=lambda r: -r[1])[:15]
-    return "\n".join([header] + show(by_host) + ["    kernels by GPU time:", header] + show(by_gpu))
+    on_gpu = sorted((r for r in rows if r[0] == 0 and r[1] > 0), key=lambda r: -r[1])
+    total = f"    kernels: {sum(r[1] for r in on_gpu):.1f} GPU us and {sum(r[2] for r in on_gpu):.1f} launches per call"
+    return "\n".join([header] + show(by_host) + ["    kernels by GPU time:", total, header] + show(on_gpu[:kernels]))
 
 
 def python_profile(fn, calls=200) -> str:
@@ -95,6 +96,8 @@ def main() -> int:
     ap.add_argument("--workdir", default="build-bench/cuda")
     ap.add_argument("--dtype", default="bf16")
     ap.add_argument("--details", action="store_true", help="also print CUDA API and Python profiles")
+    ap.add_argument("--kernels", type=int, default=15, help="kernels listed with --details (by GPU time)")
+    ap.add_argument("--engines", default="all", help="'all', or a comma list of: per_method, caller, aoti")
     args = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     paths = gpu_bench.paths_for(Path(args.workdir), args.model)
@@ -114,10 +117,13 @@ def main() -> int:
         return kcuda_holder[0]
 
     variants = []
+    wanted = {"per_method", "caller", "aoti"} if args.engines == "all" else set(args.engines.split(","))
     for stream in ("per_method", "caller"):
         for graphs in (False, True):
-            variants.append((f"kiln {stream}{' graphs' if graphs else ''}", stream, graphs))
-    variants.append(("aoti loader", None, False))
+            if stream in wanted:
+                variants.append((f"kiln {stream}{' graphs' if graphs else ''}", stream, graphs))
+    if "aoti" in wanted:
+        variants.append(("aoti loader", None, False))
     print(f"{'engine':24s} {'event ms':>9} {'host us':>9} {'pipelined ms':>13}")
     for label, stream, graphs in variants:
         if stream is None:
@@ -136,7 +142,7 @@ def main() -> int:
         print(f"{label:24s} {event_p50:9.3f} {host_us(call):9.1f} {pipelined_ms(call):13.3f}", flush=True)
         if args.details and not graphs:
             try:
-                print(cuda_api_per_call(call))
+                print(cuda_api_per_call(call, kernels=args.kernels))
                 if stream is not None:
                     print(python_profile(call))
             except Exception as e:  # a profiler problem must not hide the timings

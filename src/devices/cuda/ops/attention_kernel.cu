@@ -408,34 +408,106 @@ __global__ void __launch_bounds__(kThreads) attention_split_kernel(AttentionPara
 
 // One block per query row: merges the row's chunk partials by rescaling each
 // to the global max (log-sum-exp), normalises, and writes out (and lse).
+//
+// A decode step has few rows (8 for a GQA group at batch 1), so a handful of
+// blocks read a few hundred KB: latency bounds this kernel, not bandwidth.
+// Every load is therefore issued in parallel, never one dependent L2 round
+// trip after another: thread c holds chunk c's max and sum (kCombineThreads
+// >= kMaxSplits), and the accumulators are read as float4 columns by
+// `groups` thread groups that each take every groups-th chunk, kCombineBatch
+// chunks in flight at a time, then sum through shared memory.
+constexpr int kCombineThreads = 256;
+constexpr int kCombineBatch = 4;
+static_assert(kCombineThreads >= kMaxSplits, "one chunk per thread for the maxima and sums");
+
+template <int kThreadsInBlock>
+__device__ inline float block_reduce(float v, bool is_max, float* scratch) {
+  v = is_max ? warp_max(v) : warp_sum(v);
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  __syncthreads();  // scratch is free (an earlier reduction has been read)
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = scratch[0];
+#pragma unroll
+  for (int w = 1; w < kThreadsInBlock / 32; ++w) v = is_max ? fmaxf(v, scratch[w]) : v + scratch[w];
+  return v;
+}
+
 template <typename T>
-__global__ void __launch_bounds__(kThreads) attention_combine_kernel(AttentionParams p, SplitArgs a) {
+__global__ void __launch_bounds__(kCombineThreads) attention_combine_kernel(AttentionParams p, SplitArgs a) {
   __shared__ float w_s[kMaxSplits];
+  __shared__ float red_s[kCombineThreads / 32];
+  __shared__ float4 part_s[kCombineThreads];
+  const int tid = static_cast<int>(threadIdx.x);
   const int64_t row = blockIdx.x;  // (b * Hq + h) * L + i
   const int64_t i = row % p.L;
   const int64_t h = (row / p.L) % p.Hq;
   const int64_t b = row / (p.L * p.Hq);
-  const float* m = a.ws_m + row * a.splits;
-  const float* l = a.ws_l + row * a.splits;
+  const int splits = static_cast<int>(a.splits);
   const float* acc = a.ws_acc + row * a.splits * p.Ev;
 
-  float mx = -CUDART_INF_F;
-  for (int64_t c = 0; c < a.splits; ++c) mx = fmaxf(mx, m[c]);
-  for (int64_t c = threadIdx.x; c < a.splits; c += kThreads)
-    w_s[c] = mx == -CUDART_INF_F ? 0.0f : expf(m[c] - mx);  // a fully masked chunk (m = -inf) weighs 0
-  __syncthreads();
-  float sum = 0.0f;
-  for (int64_t c = 0; c < a.splits; ++c) sum = fmaf(w_s[c], l[c], sum);
+  const bool mine = tid < splits;
+  const float m_c = mine ? a.ws_m[row * a.splits + tid] : -CUDART_INF_F;
+  const float l_c = mine ? a.ws_l[row * a.splits + tid] : 0.0f;
+  const float mx = block_reduce<kCombineThreads>(m_c, true, red_s);
+  // A fully masked chunk (m = -inf) weighs 0.
+  const float w_c = mine && mx != -CUDART_INF_F ? expf(m_c - mx) : 0.0f;
+  if (mine) w_s[tid] = w_c;
+  const float sum = block_reduce<kCombineThreads>(w_c * l_c, false, red_s);  // its barriers publish w_s
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
 
   T* out = static_cast<T*>(p.out);
   const int64_t o_base = b * p.out_strides[0] + h * p.out_strides[1] + i * p.out_strides[2];
-  for (int64_t e = threadIdx.x; e < p.Ev; e += kThreads) {
-    float o = 0.0f;
-    for (int64_t c = 0; c < a.splits; ++c) o = fmaf(w_s[c], acc[c * p.Ev + e], o);
-    store_f(out, o_base + e * p.out_strides[3], o * inv);
+  const int Ev = static_cast<int>(p.Ev);
+  if (Ev % 4 == 0 && Ev / 4 <= kCombineThreads) {
+    const int cols = Ev / 4, groups = kCombineThreads / cols;
+    const int col = tid % cols, g = tid / cols;
+    float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (g < groups) {
+      for (int c0 = g; c0 < splits; c0 += kCombineBatch * groups) {
+        float4 v[kCombineBatch];
+#pragma unroll
+        for (int u = 0; u < kCombineBatch; ++u) {
+          const int c = c0 + u * groups;
+          v[u] = c < splits ? reinterpret_cast<const float4*>(acc + static_cast<int64_t>(c) * Ev)[col]
+                            : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int u = 0; u < kCombineBatch; ++u) {
+          const int c = c0 + u * groups;
+          const float w = c < splits ? w_s[c] : 0.0f;
+          o.x = fmaf(w, v[u].x, o.x);
+          o.y = fmaf(w, v[u].y, o.y);
+          o.z = fmaf(w, v[u].z, o.z);
+          o.w = fmaf(w, v[u].w, o.w);
+        }
+      }
+    }
+    part_s[tid] = o;
+    __syncthreads();
+    if (tid < cols) {
+      for (int gg = 1; gg < groups; ++gg) {
+        const float4 q = part_s[gg * cols + tid];
+        o.x += q.x;
+        o.y += q.y;
+        o.z += q.z;
+        o.w += q.w;
+      }
+      const int64_t e = 4 * static_cast<int64_t>(tid);
+      store_f(out, o_base + (e + 0) * p.out_strides[3], o.x * inv);
+      store_f(out, o_base + (e + 1) * p.out_strides[3], o.y * inv);
+      store_f(out, o_base + (e + 2) * p.out_strides[3], o.z * inv);
+      store_f(out, o_base + (e + 3) * p.out_strides[3], o.w * inv);
+    }
+  } else {
+    for (int e = tid; e < Ev; e += kCombineThreads) {
+      float o = 0.0f;
+#pragma unroll 8
+      for (int c = 0; c < splits; ++c) o = fmaf(w_s[c], acc[static_cast<int64_t>(c) * Ev + e], o);
+      store_f(out, o_base + e * p.out_strides[3], o * inv);
+    }
   }
-  if (threadIdx.x == 0 && p.lse != nullptr)
+  if (tid == 0 && p.lse != nullptr)
     p.lse[b * p.lse_strides[0] + h * p.lse_strides[1] + i * p.lse_strides[2]] =
         sum > 0.0f ? mx + logf(sum) : -CUDART_INF_F;
 }
@@ -527,6 +599,60 @@ __device__ inline void stage_tile(const T* src, int64_t stride, int n, int width
   }
 }
 
+// The block's query rows (zeros past `rows`) into q_s as fp32 ([kDecodeRows][E]).
+// Every thread issues all its loads before it stores any: a loop of
+// load-then-store waits one L2 round trip per element, which cost more than
+// the whole key/value read (the q rows are tiny). Rows with contiguous,
+// 16-byte aligned head dims take 16-byte loads, at most kQVecsPerThread each.
+template <typename T>
+__device__ inline void load_decode_queries(const AttentionParams& p, int64_t h0, int64_t b, int rows, float* q_s) {
+  const T* q = static_cast<const T*>(p.q);
+  const int E = static_cast<int>(p.E);
+  const int tid = static_cast<int>(threadIdx.x);
+  const auto row_offset = [&](int r) {
+    const int64_t h = h0 + r / p.L, i = r % p.L;
+    return b * p.q_strides[0] + h * p.q_strides[1] + i * p.q_strides[2];
+  };
+  const bool vectors = p.q_strides[3] == 1 && p.q_strides[0] % 8 == 0 && p.q_strides[1] % 8 == 0 &&
+                       p.q_strides[2] % 8 == 0 && reinterpret_cast<uintptr_t>(q) % 16 == 0;
+  if (vectors) {
+    constexpr int kQVecsPerThread = kDecodeRows * static_cast<int>(kMaxAttentionHeadDim) / 8 / kDecodeThreads;
+    const int per_row = E / 8;  // E is a multiple of 8 (decode_unsupported)
+    uint4 raw[kQVecsPerThread];
+#pragma unroll
+    for (int t = 0; t < kQVecsPerThread; ++t) {
+      const int idx = tid + t * kDecodeThreads, r = idx / per_row;
+      raw[t] = make_uint4(0u, 0u, 0u, 0u);
+      if (r < rows) raw[t] = *reinterpret_cast<const uint4*>(q + row_offset(r) + (idx % per_row) * 8);
+    }
+#pragma unroll
+    for (int t = 0; t < kQVecsPerThread; ++t) {
+      const int idx = tid + t * kDecodeThreads;
+      if (idx >= kDecodeRows * per_row) break;
+      float f[8];
+      unpack8<T>(raw[t], f);
+      float4* dst = reinterpret_cast<float4*>(q_s + (idx / per_row) * E + (idx % per_row) * 8);
+      dst[0] = make_float4(f[0], f[1], f[2], f[3]);
+      dst[1] = make_float4(f[4], f[5], f[6], f[7]);
+    }
+    return;
+  }
+  constexpr int kBatch = 8;
+  for (int base = 0; base < kDecodeRows * E; base += kBatch * kDecodeThreads) {
+    float x[kBatch];
+#pragma unroll
+    for (int t = 0; t < kBatch; ++t) {
+      const int idx = base + tid + t * kDecodeThreads, r = idx / E;
+      x[t] = r < rows ? load_f(q, row_offset(r) + (idx % E) * p.q_strides[3]) : 0.0f;
+    }
+#pragma unroll
+    for (int t = 0; t < kBatch; ++t) {
+      const int idx = base + tid + t * kDecodeThreads;
+      if (idx < kDecodeRows * E) q_s[idx] = x[t];
+    }
+  }
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(AttentionParams p, SplitArgs a) {
   extern __shared__ __align__(16) unsigned char decode_smem[];
@@ -543,17 +669,7 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
   const int64_t group = p.Hq / p.Hk;
   const int rows = static_cast<int>(group * p.L);  // <= kDecodeRows (the launcher checks)
 
-  // The group's query rows (zeros past `rows`), as fp32.
-  const T* q = static_cast<const T*>(p.q);
-  for (int idx = tid; idx < kDecodeRows * E; idx += kDecodeThreads) {
-    const int r = idx / E, e = idx % E;
-    float x = 0.0f;
-    if (r < rows) {
-      const int64_t h = hk * group + r / p.L, i = r % p.L;
-      x = load_f(q, b * p.q_strides[0] + h * p.q_strides[1] + i * p.q_strides[2] + e * p.q_strides[3]);
-    }
-    q_s[idx] = x;
-  }
+  load_decode_queries<T>(p, hk * group, b, rows, q_s);
 
   // This chunk's keys; upper-left causal rows see no key at or past L.
   const int64_t kv_end = p.causal && p.L < p.S ? p.L : p.S;
@@ -711,7 +827,7 @@ Error launch_split_typed(const AttentionParams& p, const AttentionPlan& plan, vo
   attention_split_kernel<T, kPer><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, a);
   KILN_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "launching the split-KV attention kernel"));
   if (a.splits == 1) return Error::Ok;
-  attention_combine_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(p, a);
+  attention_combine_kernel<T><<<static_cast<unsigned>(rows), kCombineThreads, 0, stream>>>(p, a);
   return cuda_status(cudaGetLastError(), "launching the split-KV attention merge kernel");
 }
 
@@ -761,7 +877,7 @@ Error launch_decode_typed(const AttentionParams& p, const AttentionPlan& plan, v
   const dim3 grid(static_cast<unsigned>(a.splits), static_cast<unsigned>(p.Hk), static_cast<unsigned>(p.B));
   kernel<<<grid, kDecodeThreads, smem, stream>>>(p, a);
   KILN_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "launching the decode attention kernel"));
-  attention_combine_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(p, a);
+  attention_combine_kernel<T><<<static_cast<unsigned>(rows), kCombineThreads, 0, stream>>>(p, a);
   return cuda_status(cudaGetLastError(), "launching the split-KV attention merge kernel");
 }
 
