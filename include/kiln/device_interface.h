@@ -92,6 +92,20 @@ class KILN_API DeviceInterface {
   /// filled by several threads while earlier chunks are in flight); the
   /// default copies the regions one by one with copy().
   virtual Error upload(std::span<const UploadRegion> regions, int index);
+  /// A hint that upload() of about `nbytes` follows soon (a method's weights,
+  /// before its library loads): a device may get ready meanwhile (CUDA pins
+  /// its staging buffers on a background thread). The default does nothing.
+  virtual void prepare_upload(size_t nbytes, int index) noexcept {
+    (void)nbytes;
+    (void)index;
+  }
+  /// Memory (>= 64-byte aligned) that lives until it is freed at unload, such
+  /// as a weights arena: not stream-ordered (ready for any stream when this
+  /// returns) and freed with free(). The default is allocate() on the current
+  /// stream, then a synchronisation; CUDA takes it from the driver directly,
+  /// since growing its caching pool by gigabytes costs ~10 ms per GiB while
+  /// cudaMalloc costs well under 1 ms.
+  virtual Result<void*> allocate_long_lived(size_t nbytes, int index);
 
   // ---- graph capture (CUDA graphs); defaults refuse with NotSupported.
 

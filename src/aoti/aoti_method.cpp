@@ -93,6 +93,12 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   if (config.max_memory_bytes > 0) self->budget_ = MemoryBudget::create(config.max_memory_bytes, label);
   MemoryBudgetScope budget_scope(self->budget_.get());
 
+  if (config.kiln_places_weights && !config.device.is_cpu() && !method.weights_key.empty()) {
+    // The device gets ready for the weights' upload (CUDA: pins its staging
+    // buffers) while the library loads. Size only: the digest is checked below.
+    auto weights = program->named_data_bytes(method.weights_key, /*verify_digest=*/false);
+    if (weights.ok()) self->iface_->prepare_upload(weights->size(), config.device.index);
+  }
   KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> library_bytes,
                         program->named_data_bytes(method.library_key, /*verify_digest=*/true));
   KILN_ASSIGN_OR_RETURN(self->library_, AotiLibrary::load(library_bytes, label));

@@ -69,12 +69,12 @@ Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>&
   slots.reserve(owned.size());
   for (size_t i : owned) slots.push_back(ArenaSlot{entries[i].blob_offset, entries[i].data_size});
   const ArenaLayout layout = plan_weight_arena(slots);
-  // allocate() promises 64-byte alignment; the few bytes more let the base be
+  // allocate_long_lived() promises 64-byte alignment; the few bytes more let the base be
   // rounded up to kWeightAlignment whatever the allocator gives.
   constexpr uint64_t kAllocatorAlignment = 64;
   const size_t arena_bytes = static_cast<size_t>(layout.size + kWeightAlignment - kAllocatorAlignment);
   const int index = device_.index;
-  auto data = iface->allocate(arena_bytes, index, nullptr);
+  auto data = iface->allocate_long_lived(arena_bytes, index);
   if (!data.ok())
     return set_error(data.error(), "allocating " + std::to_string(arena_bytes) + " bytes on " +
                                        device_string(device_) + " for " + std::to_string(owned.size()) +
@@ -99,14 +99,9 @@ Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>&
     upload_bytes += c.nbytes;
   }
   if (!uploads.empty()) {
-    // The arena is stream-ordered on the current stream while the upload may
-    // run on streams of its own: wait until the memory is free there.
-    Error err = iface->synchronize(index, nullptr);
-    if (err != Error::Ok)
-      return set_error(err, "waiting for the weights' memory on " + device_string(device_) + ": " +
-                                last_error_message());
+    // allocate_long_lived memory is ready for the upload's own streams.
     const Clock::time_point allocated = Clock::now();
-    err = iface->upload(uploads, index);
+    Error err = iface->upload(uploads, index);
     if (err != Error::Ok)
       return set_error(err, "copying weights to " + device_string(device_) + ": " + last_error_message());
     const Clock::time_point done = Clock::now();

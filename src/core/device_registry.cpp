@@ -28,6 +28,17 @@ Error DeviceInterface::upload(std::span<const UploadRegion> regions, int index) 
   return synchronize(index, nullptr);
 }
 
+Result<void*> DeviceInterface::allocate_long_lived(size_t nbytes, int index) {
+  KILN_ASSIGN_OR_RETURN(void* ptr, allocate(nbytes, index, nullptr));
+  // Stream-ordered on the current stream: ready for every stream once that is done.
+  Error err = synchronize(index, nullptr);
+  if (err != Error::Ok) {
+    free(ptr, index, nullptr);
+    return err;
+  }
+  return ptr;
+}
+
 Error DeviceInterface::begin_capture(int, StreamHandle) {
   return set_error(Error::NotSupported, std::string("graph capture on ") + device_type_name(type()) +
                                             " is not supported");

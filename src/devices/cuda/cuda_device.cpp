@@ -107,8 +107,33 @@ Result<void*> CudaDevice::allocate(size_t nbytes, int index, StreamHandle stream
   return ptr;
 }
 
-void CudaDevice::note_allocated(void* ptr, size_t nbytes, int device) {
-  blocks_[ptr] = Block{nbytes, device};
+Result<void*> CudaDevice::allocate_long_lived(size_t nbytes, int index) {
+  KILN_ASSIGN_OR_RETURN(int device, resolve_device(index));
+  ScopedDevice scoped(device);
+  KILN_RETURN_IF_ERROR(scoped.status());
+  void* ptr = nullptr;
+  cudaError_t status = cudaMalloc(&ptr, nbytes);
+  if (status == cudaErrorMemoryAllocation) {
+    // The pool may hold freed memory the driver could hand out: give it back.
+    (void)cudaGetLastError();
+    (void)release_cached(device);
+    status = cudaMalloc(&ptr, nbytes);
+  }
+  if (status != cudaSuccess)
+    return cuda_status(status, "cudaMalloc of " + std::to_string(nbytes) + " bytes on device " +
+                                   std::to_string(device) + " for long-lived memory (weights)");
+  std::lock_guard<std::mutex> lock(mutex_);
+  note_allocated(ptr, nbytes, device, /*long_lived=*/true);
+  return ptr;
+}
+
+void CudaDevice::prepare_upload(size_t nbytes, int index) noexcept {
+  auto device = resolve_device(index);
+  if (device.ok()) cudadev::prepare_upload(*device, nbytes);
+}
+
+void CudaDevice::note_allocated(void* ptr, size_t nbytes, int device, bool long_lived) {
+  blocks_[ptr] = Block{nbytes, device, long_lived};
   Counters& c = counters_[device];
   c.in_use += nbytes;
   c.count += 1;
@@ -136,18 +161,21 @@ void CudaDevice::free(void* ptr, int index, StreamHandle stream) noexcept {
     c.count -= 1;
     s = stream ? static_cast<cudaStream_t>(stream) : cudadev::current_stream(block.device);
     try {
-      if (keeps_blocks_for(s) && reusable_.keep(block.device, s, ptr, block.nbytes)) return;
+      if (!block.long_lived && keeps_blocks_for(s) && reusable_.keep(block.device, s, ptr, block.nbytes))
+        return;
     } catch (...) {
       // Out of host memory: freed to the pool below instead.
     }
   }
   ScopedDevice scoped(block.device);
   if (scoped.status() != Error::Ok) return;
-  const cudaError_t status = cudaFreeAsync(ptr, s);
+  // cudaFree waits for the device: work still reading the memory finishes first.
+  const cudaError_t status = block.long_lived ? cudaFree(ptr) : cudaFreeAsync(ptr, s);
   if (status != cudaSuccess) {
     // At process exit the driver may already be gone; nothing useful to do.
     (void)cudaGetLastError();
-    KILN_LOG(Debug, std::string("cudaFreeAsync failed: ") + cudaGetErrorString(status));
+    KILN_LOG(Debug, std::string(block.long_lived ? "cudaFree" : "cudaFreeAsync") + " failed: " +
+                        cudaGetErrorString(status));
   }
 }
 

@@ -66,6 +66,11 @@ class CudaDevice final : public DeviceInterface {
 
   /// Pinned, multi-threaded staging for large uploads (cuda_upload.h).
   Error upload(std::span<const UploadRegion> regions, int index) override;
+  /// Starts pinning the staging buffers in the background (cuda_upload.h).
+  void prepare_upload(size_t nbytes, int index) noexcept override;
+  /// cudaMalloc, outside the pool (see DeviceInterface); counted in stats()
+  /// like pool memory, and cudaFree'd by free(), which waits for the device.
+  Result<void*> allocate_long_lived(size_t nbytes, int index) override;
 
   /// CUDA graphs (cuda_graph_capture.h): while the calling thread records,
   /// allocate() on it returns graph-owned memory, and frees of pool memory are
@@ -96,6 +101,7 @@ class CudaDevice final : public DeviceInterface {
   struct Block {
     size_t nbytes;
     int device;
+    bool long_lived = false;  // from allocate_long_lived: cudaFree, not the pool
   };
   struct Counters {
     uint64_t in_use = 0;
@@ -103,7 +109,7 @@ class CudaDevice final : public DeviceInterface {
     uint64_t count = 0;
   };
   // Records a block handed out (bookkeeping and counters); the caller holds mutex_.
-  void note_allocated(void* ptr, size_t nbytes, int device);
+  void note_allocated(void* ptr, size_t nbytes, int device, bool long_lived = false);
   // Frees the blocks handed back by StreamBlockCache::drain_*, each on its stream.
   static void free_drained(const std::vector<StreamBlockCache::Entry>& drained) noexcept;
   // Frees every block of `device` kept for reuse (to trim, or before retrying

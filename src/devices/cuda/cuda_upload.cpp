@@ -1,12 +1,15 @@
 #include "devices/cuda/cuda_upload.h"
 
 #include <cuda_runtime_api.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -36,8 +39,18 @@ struct Chunk {
   size_t nbytes;
 };
 
+unsigned upload_workers() { return std::clamp<unsigned>(std::thread::hardware_concurrency() / 2, 1, kMaxWorkers); }
+
 // Pinned staging buffers of kChunkBytes, kept for the process once made
 // (pinning is the slow part). Thread-safe.
+//
+// The first large upload of a process would wait for the pinning (17 ms for
+// 32 MiB with cudaHostAlloc on the H100 host), so prepare_upload() starts it
+// on a background thread while the method's library loads. There the buffers
+// are one region of transparent huge pages registered with cudaHostRegister:
+// the driver pins 2 MiB per page instead of 4 KiB (7 ms for 32 MiB;
+// bench/h2d-upload-bench). Where that fails, and for buffers needed beyond
+// the prepared ones, take() pins with cudaHostAlloc.
 class StagingBuffers {
  public:
   static StagingBuffers& instance() {
@@ -45,7 +58,34 @@ class StagingBuffers {
     return *buffers;
   }
 
+  /// Starts pinning `count` buffers for `device`'s uploads on a background
+  /// thread, once per process.
+  void pin_async(int device, unsigned count) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (pin_started_ || kept_) return;
+    pin_started_ = true;
+    try {
+      pinning_ = std::async(std::launch::async, [this, device, count] { pin_region(device, count); }).share();
+    } catch (...) {  // no thread: take() pins on demand
+      return;
+    }
+    // Joined at exit before the CUDA runtime tears down (its exit handler was
+    // registered earlier, so it runs later): no pinning during the teardown.
+    std::atexit([] { instance().wait_for_pinning(); });
+  }
+
+  /// Returns once a background pin started by pin_async has finished.
+  void wait_for_pinning() {
+    std::shared_future<void> pinning;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      pinning = pinning_;
+    }
+    if (pinning.valid()) pinning.wait();
+  }
+
   Result<void*> take() {
+    wait_for_pinning();
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!free_.empty()) {
@@ -65,8 +105,8 @@ class StagingBuffers {
     return p;
   }
 
-  /// Buffers pinned so far and the time their cudaHostAlloc took (summed over
-  /// threads): the first large upload pays it, later ones reuse the buffers.
+  /// Buffers take() pinned on demand and the time their cudaHostAlloc took
+  /// (summed over threads): an upload nobody prepared pays it.
   uint64_t pinned_count() const { return pinned_count_.load(); }
   uint64_t pinned_ns() const { return pinned_ns_.load(); }
 
@@ -76,16 +116,58 @@ class StagingBuffers {
     kept_ = true;
   }
 
-  /// Whether buffers were pinned and kept by an earlier upload.
+  /// Whether pinned buffers are ready (kept by an earlier upload, or pinned
+  /// by pin_async); waits for a background pin in progress.
   bool kept() {
+    wait_for_pinning();
     std::lock_guard<std::mutex> lock(mutex_);
     return kept_;
   }
 
  private:
+  // On the background thread: `count` buffers carved from one registered
+  // region of huge pages, handed to free_. Failures only log: take() falls
+  // back to cudaHostAlloc.
+  void pin_region(int device, unsigned count) {
+    const auto start = std::chrono::steady_clock::now();
+    ScopedDevice scoped(device);
+    if (scoped.status() != Error::Ok) return;
+    const size_t bytes = size_t{count} * kChunkBytes;
+    // kChunkBytes is the huge page size: aligned to it, every page of the
+    // region can be a huge page.
+    void* raw = mmap(nullptr, bytes + kChunkBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) {
+      KILN_LOG(Info, "upload: no memory for staging buffers now; they are pinned when needed");
+      return;
+    }
+    const uintptr_t aligned = (reinterpret_cast<uintptr_t>(raw) + kChunkBytes - 1) / kChunkBytes * kChunkBytes;
+    char* region = reinterpret_cast<char*>(aligned);
+    (void)madvise(region, bytes, MADV_HUGEPAGE);  // a hint: plain pages where huge pages are off
+    std::memset(region, 0, bytes);                // fault the pages in before they are pinned
+    const cudaError_t status = cudaHostRegister(region, bytes, cudaHostRegisterPortable);
+    if (status != cudaSuccess) {
+      (void)cudaGetLastError();
+      munmap(raw, bytes + kChunkBytes);
+      KILN_LOG(Info, std::string("upload: registering staging buffers failed (") + cudaGetErrorString(status) +
+                         "); they are pinned when needed");
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (unsigned i = 0; i < count; ++i) free_.push_back(region + size_t{i} * kChunkBytes);
+      kept_ = true;
+    }
+    char line[160];
+    std::snprintf(line, sizeof line, "upload: pinned %u staging buffers (%zu MiB) in %.4f s on a background thread",
+                  count, bytes >> 20, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    KILN_LOG(Info, line);
+  }
+
   std::mutex mutex_;
   std::vector<void*> free_;
   bool kept_ = false;
+  bool pin_started_ = false;
+  std::shared_future<void> pinning_;
   std::atomic<uint64_t> pinned_count_{0};
   std::atomic<uint64_t> pinned_ns_{0};
 };
@@ -162,6 +244,10 @@ std::vector<UploadRegion> merged(std::span<const UploadRegion> regions) {
 
 }  // namespace
 
+void prepare_upload(int device, size_t nbytes) {
+  if (nbytes >= kStagingThreshold) StagingBuffers::instance().pin_async(device, 2 * upload_workers());
+}
+
 Error upload_regions(int device, std::span<const UploadRegion> given) {
   const std::vector<UploadRegion> regions = merged(given);
   size_t total = 0;
@@ -182,8 +268,7 @@ Error upload_regions(int device, std::span<const UploadRegion> given) {
 
   // No more workers than chunks (small uploads once the buffers are kept): an
   // idle worker would still make a stream and take two staging buffers.
-  const unsigned workers = static_cast<unsigned>(std::min<size_t>(
-      std::clamp<unsigned>(std::thread::hardware_concurrency() / 2, 1, kMaxWorkers), chunks.size()));
+  const unsigned workers = static_cast<unsigned>(std::min<size_t>(upload_workers(), chunks.size()));
   StagingBuffers& staging = StagingBuffers::instance();
   const uint64_t pinned_before = staging.pinned_count(), pinned_ns_before = staging.pinned_ns();
   std::atomic<size_t> next{0};

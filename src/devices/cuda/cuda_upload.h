@@ -11,9 +11,10 @@
 // Sizes come from bench/h2d-upload-bench on an H100 host (16 cores, 2.4 GB
 // page-cached blob, pinned ceiling 55 GB/s): 8 workers with 2 MiB chunks copy
 // at 47 GB/s against 29 GB/s for 4 workers with 8 MiB; pinning the buffers
-// costs ~0.6 ms per MiB, so they are kept for the process after the first
-// large upload (at most 8 x 2 x 2 MiB = 32 MiB of pinned host memory), and
-// later loads skip that cost.
+// costs ~0.5 ms per MiB with cudaHostAlloc, so they are kept for the process
+// after the first large upload (at most 8 x 2 x 2 MiB = 32 MiB of pinned host
+// memory), and later loads skip that cost; the first one has them pinned
+// ahead, on a background thread, in huge pages (prepare_upload).
 #pragma once
 
 #include <span>
@@ -28,5 +29,10 @@ namespace kiln::cudadev {
 /// (below 64 MiB, or below two chunks once staging buffers are kept) go
 /// straight through cudaMemcpy.
 Error upload_regions(int device, std::span<const UploadRegion> regions);
+
+/// Starts pinning the staging buffers on a background thread when an upload
+/// of `nbytes` will use them and they are not pinned yet, so that the first
+/// large upload of the process does not wait for the pinning.
+void prepare_upload(int device, size_t nbytes);
 
 }  // namespace kiln::cudadev

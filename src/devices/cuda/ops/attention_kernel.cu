@@ -526,19 +526,27 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 // (max, sum, accumulator). The chunk's partial goes to the split-KV workspace
 // and attention_combine_kernel merges the chunks (also for a single chunk).
 //
-// Thread roles (kDecodeThreads = 128, 4 warps):
+// Thread roles (kDecodeThreads = 256, 8 warps):
 //  - scores: thread t scores key t % 64 of the tile against rows t / 64,
-//    t / 64 + 2, ... (the whole warp shares its rows, so q reads broadcast);
-//  - softmax and P @ V: warp w owns rows w, w + 4, w + 8, w + 12; lane owns
-//    output columns 8 * lane .. 8 * lane + 7. The running max/sum of a row
-//    live in registers of its warp (identical in every lane, as they come
-//    from butterfly reductions).
+//    t / 64 + 4, ... (the whole warp shares its rows, so q reads broadcast);
+//  - softmax and P @ V: warp w owns rows w and w + 8; lane owns output
+//    columns 8 * lane .. 8 * lane + 7. The running max/sum of a row live in
+//    registers of its warp (identical in every lane, as they come from
+//    butterfly reductions).
+// A block is the only one on its multiprocessor (a decode grid has a few
+// dozen), so its time is the serial work of one thread: ncu showed 128
+// threads issuing one instruction per 6.8 cycles at 6% occupancy. 256
+// threads halve each thread's scores and P @ V rows.
 
 constexpr int kDecodeRows = 16;     // flattened (GQA head, query) rows per block, at most
 constexpr int kDecodeTile = 64;     // keys staged in shared memory at a time
-constexpr int kDecodeThreads = 128;
-constexpr int kDecodeRowsPerWarp = kDecodeRows / 4;
-static_assert(kDecodeThreads == 2 * kDecodeTile, "scores: two threads per key, rows split by parity");
+constexpr int kDecodeThreads = 256;
+constexpr int kDecodeWarps = kDecodeThreads / 32;
+constexpr int kDecodeRowsPerWarp = kDecodeRows / kDecodeWarps;
+constexpr int kScoreRowGroups = kDecodeThreads / kDecodeTile;  // threads per key, each with every 4th row
+constexpr int kScoreRowsPerThread = kDecodeRows / kScoreRowGroups;
+static_assert(kDecodeThreads % kDecodeTile == 0 && kDecodeRows % kScoreRowGroups == 0, "scores: whole row groups");
+static_assert(kDecodeRows % kDecodeWarps == 0, "softmax: whole rows per warp");
 static_assert(kDecodeTile == 64, "softmax: each lane takes keys lane and lane + 32");
 
 // Row stride (elements) of the staged keys: an odd number of 16-byte units,
@@ -679,7 +687,7 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
   const T* k = static_cast<const T*>(p.k) + b * p.k_strides[0] + hk * p.k_strides[1];
   const T* v = static_cast<const T*>(p.v) + b * p.v_strides[0] + hk * p.v_strides[1];
 
-  // Softmax / P @ V state of this warp's rows (warp + 4 u).
+  // Softmax / P @ V state of this warp's rows (warp + kDecodeWarps u).
   float m_i[kDecodeRowsPerWarp], l_i[kDecodeRowsPerWarp], acc[kDecodeRowsPerWarp][8];
 #pragma unroll
   for (int u = 0; u < kDecodeRowsPerWarp; ++u) {
@@ -690,7 +698,7 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
   }
   const bool col_ok = lane * 8 < Ev;  // this lane's 8 output columns exist
 
-  // Scores role: key `sj` of the tile, rows `sr0`, sr0 + 2, ...
+  // Scores role: key `sj` of the tile, rows `sr0`, sr0 + kScoreRowGroups, ...
   const int sj = tid % kDecodeTile, sr0 = tid / kDecodeTile;
 
   for (int64_t n0 = k0; n0 < k1; n0 += kDecodeTile) {
@@ -704,17 +712,17 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
 
     // Scores of key sj against this thread's rows (warp-uniform row checks).
     {
-      float dot[kDecodeRows / 2];
+      float dot[kScoreRowsPerThread];
 #pragma unroll
-      for (int u = 0; u < kDecodeRows / 2; ++u) dot[u] = 0.0f;
+      for (int u = 0; u < kScoreRowsPerThread; ++u) dot[u] = 0.0f;
       const T* kr = k_s + sj * ks;
       // Keys past the chunk skip the math (whole warps when n <= 32); their score is -inf below.
       for (int e = 0; sj < n && e < E; e += 8) {
         float kf[8];
         unpack8<T>(*reinterpret_cast<const uint4*>(kr + e), kf);
 #pragma unroll
-        for (int u = 0; u < kDecodeRows / 2; ++u) {
-          const int r = sr0 + 2 * u;
+        for (int u = 0; u < kScoreRowsPerThread; ++u) {
+          const int r = sr0 + kScoreRowGroups * u;
           if (r < rows) {
             const float4 qa = *reinterpret_cast<const float4*>(q_s + r * E + e);
             const float4 qb = *reinterpret_cast<const float4*>(q_s + r * E + e + 4);
@@ -733,8 +741,8 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
       }
       const int64_t key = n0 + sj;
 #pragma unroll
-      for (int u = 0; u < kDecodeRows / 2; ++u) {
-        const int r = sr0 + 2 * u;
+      for (int u = 0; u < kScoreRowsPerThread; ++u) {
+        const int r = sr0 + kScoreRowGroups * u;
         if (r >= rows) continue;
         const int64_t h = hk * group + r / p.L, i = r % p.L;
         float s = -CUDART_INF_F;
@@ -753,7 +761,7 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
     // Online softmax and P @ V for this warp's rows.
 #pragma unroll
     for (int u = 0; u < kDecodeRowsPerWarp; ++u) {
-      const int r = warp + 4 * u;
+      const int r = warp + kDecodeWarps * u;
       if (r >= rows) continue;  // uniform across the warp
       float* pr = p_s + r * kDecodeTile;
       const float s0 = pr[lane], s1 = pr[lane + 32];
@@ -788,7 +796,7 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
   // the layout attention_combine_kernel reads.
 #pragma unroll
   for (int u = 0; u < kDecodeRowsPerWarp; ++u) {
-    const int r = warp + 4 * u;
+    const int r = warp + kDecodeWarps * u;
     if (r >= rows) continue;
     const int64_t h = hk * group + r / p.L, i = r % p.L;
     const int64_t slot = ((b * p.Hq + h) * p.L + i) * a.splits + c;
