@@ -47,6 +47,7 @@ class CountingDevice final : public kiln::DeviceInterface {
   Result<void*> allocate(size_t nbytes, int, kiln::StreamHandle) override {
     if (fail_allocation) return kiln::set_error(Error::OutOfMemory, "fake device is full");
     ++allocations;
+    events.push_back("allocate");
     allocated_bytes.push_back(nbytes);
     void* raw = std::aligned_alloc(256, (nbytes + 64 + 255) / 256 * 256);
     void* p = static_cast<char*>(raw) + 64;
@@ -68,9 +69,14 @@ class CountingDevice final : public kiln::DeviceInterface {
     std::memcpy(dst, src, nbytes);
     return Error::Ok;
   }
-  Error synchronize(int, kiln::StreamHandle) override { return Error::Ok; }
+  Error synchronize(int, kiln::StreamHandle) override {
+    events.push_back("synchronize");
+    if (fail_synchronize) return kiln::set_error(Error::BackendFailed, "fake device lost");
+    return Error::Ok;
+  }
   Error upload(std::span<const UploadRegion> regions, int index) override {
     ++uploads;
+    events.push_back("upload");
     last_regions.assign(regions.begin(), regions.end());
     if (fail_upload) return kiln::set_error(Error::BackendFailed, "fake upload failed");
     return DeviceInterface::upload(regions, index);
@@ -81,7 +87,8 @@ class CountingDevice final : public kiln::DeviceInterface {
   int allocations = 0, frees = 0, bad_frees = 0, uploads = 0;
   std::vector<size_t> allocated_bytes;
   std::vector<UploadRegion> last_regions;
-  bool fail_allocation = false, fail_upload = false;
+  std::vector<std::string> events;  // allocate / synchronize / upload, in order
+  bool fail_allocation = false, fail_upload = false, fail_synchronize = false;
 
  private:
   DeviceType type_;
@@ -320,6 +327,41 @@ TEST(WeightStore, AllocationFailureNamesTheWeightsAndPlacesNothing) {
   auto again = store.place(entries, blob);
   ASSERT_TRUE(again.ok()) << kiln::last_error_message();
   expect_placed(entries, *again, blob);
+}
+
+// The arena comes from allocate_long_lived: on a device without an override
+// that is allocate() on the current stream, then a synchronisation, so the
+// memory is free for the upload's own streams before the upload starts.
+TEST(WeightStore, ArenaIsReadyForEveryStreamBeforeTheUpload) {
+  CountingDevice dev(DeviceType::CUDA);
+  const auto entries = packed({4096, 8192});
+  const auto blob = random_blob(12288, 9);
+  WeightStore store(nullptr, kGpu, &dev);
+  auto tensors = store.place(entries, blob);
+  ASSERT_TRUE(tensors.ok()) << kiln::last_error_message();
+  const auto& ev = dev.events;
+  const auto first = [&](const char* what) { return std::find(ev.begin(), ev.end(), what) - ev.begin(); };
+  ASSERT_LT(first("allocate"), static_cast<long>(ev.size()));
+  ASSERT_LT(first("upload"), static_cast<long>(ev.size()));
+  EXPECT_LT(first("allocate"), first("synchronize"));
+  EXPECT_LT(first("synchronize"), first("upload"));
+  expect_placed(entries, *tensors, blob);
+}
+
+TEST(WeightStore, ArenaThatNeverBecomesReadyIsFreedAndNamed) {
+  CountingDevice dev(DeviceType::CUDA);
+  dev.fail_synchronize = true;
+  const auto entries = packed({4096});
+  const auto blob = random_blob(4096, 10);
+  WeightStore store(nullptr, kGpu, &dev);
+  auto tensors = store.place(entries, blob);
+  ASSERT_FALSE(tensors.ok());
+  EXPECT_EQ(tensors.error(), Error::BackendFailed);
+  const std::string msg = kiln::last_error_message();
+  EXPECT_NE(msg.find("fake device lost"), std::string::npos) << msg;
+  EXPECT_EQ(dev.uploads, 0);
+  EXPECT_EQ(dev.live(), 0u);
+  EXPECT_EQ(dev.allocations, dev.frees);
 }
 
 TEST(WeightStore, UploadFailureFreesTheArenaAndPublishesNothing) {
