@@ -4,6 +4,8 @@
 #include <cstring>
 #include <string>
 
+#include "devices/cpu/large_block_cache.h"
+
 namespace kiln {
 
 CpuDevice::CpuDevice() {
@@ -28,7 +30,15 @@ Result<void*> CpuDevice::allocate(size_t nbytes, int /*index*/, StreamHandle /*s
                                              " bytes (" + std::to_string(now - rounded) + " in use)");
   }
   // A 64-byte header in front of the block records its size for free().
-  void* base = std::aligned_alloc(kAlignment, rounded + kAlignment);
+  // Large blocks come back from the block cache when one of the same size was
+  // freed earlier (large_block_cache.h: no page faults on every call).
+  const size_t block_bytes = rounded + kAlignment;
+  void* base = block_bytes >= LargeBlockCache::kMinBytes ? LargeBlockCache::process().take(block_bytes) : nullptr;
+  if (!base) base = std::aligned_alloc(kAlignment, block_bytes);
+  if (!base && LargeBlockCache::process().cached_bytes() > 0) {
+    LargeBlockCache::process().clear();  // kept blocks are the memory to give back first
+    base = std::aligned_alloc(kAlignment, block_bytes);
+  }
   if (!base) {
     in_use_.fetch_sub(rounded);
     return set_error(Error::OutOfMemory, "CPU allocation of " + std::to_string(nbytes) + " bytes failed");
@@ -37,9 +47,9 @@ Result<void*> CpuDevice::allocate(size_t nbytes, int /*index*/, StreamHandle /*s
   while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
   }
   *static_cast<size_t*>(base) = rounded;
-  // Tests set KILN_POISON_ALLOCATIONS=1: every new block is filled with 0xFF
-  // (NaN in every float format), so an output a kernel forgot to write cannot
-  // pass a comparison by accident.
+  // Tests set KILN_POISON_ALLOCATIONS=1: every block handed out, reused ones
+  // included, is filled with 0xFF (NaN in every float format), so an output a
+  // kernel forgot to write cannot pass a comparison by accident.
   if (poison_) std::memset(static_cast<char*>(base) + kAlignment, 0xFF, rounded);
   return static_cast<char*>(base) + kAlignment;
 }
@@ -47,7 +57,9 @@ Result<void*> CpuDevice::allocate(size_t nbytes, int /*index*/, StreamHandle /*s
 void CpuDevice::free(void* ptr, int /*index*/, StreamHandle /*stream*/) noexcept {
   if (!ptr) return;
   void* base = static_cast<char*>(ptr) - 64;
-  in_use_.fetch_sub(*static_cast<size_t*>(base));
+  const size_t rounded = *static_cast<size_t*>(base);
+  in_use_.fetch_sub(rounded);
+  if (LargeBlockCache::process().keep(base, rounded + 64)) return;
   std::free(base);
 }
 

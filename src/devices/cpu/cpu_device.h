@@ -1,5 +1,6 @@
 // CPU device: 64-byte aligned host memory with an optional byte limit (so
-// out-of-memory paths can be tested), plain memcpy copies, no streams.
+// out-of-memory paths can be tested), large blocks reused through the process's
+// LargeBlockCache, plain memcpy copies, no streams.
 #pragma once
 
 #include <atomic>
