@@ -25,16 +25,17 @@ bool LargeBlockCache::keep(void* block, size_t bytes) {
   if (block == nullptr || bytes < kMinBytes || bytes > cap_) return false;
   std::lock_guard<std::mutex> lock(mutex_);
   while (cached_ + bytes > cap_) evict_oldest();
+  // Out of host memory for the bookkeeping: not kept, the caller frees the block.
   try {
     order_.push_back(Kept{bytes, block});
-    try {
-      by_size_.emplace(bytes, std::prev(order_.end()));
-    } catch (...) {
-      order_.pop_back();
-      throw;
-    }
   } catch (...) {
-    return false;  // out of host memory for the bookkeeping: the caller frees the block
+    return false;
+  }
+  try {
+    by_size_.emplace(bytes, std::prev(order_.end()));
+  } catch (...) {
+    order_.pop_back();
+    return false;
   }
   cached_ += bytes;
   return true;

@@ -543,7 +543,7 @@ constexpr int kDecodeTile = 64;     // keys staged in shared memory at a time
 constexpr int kDecodeThreads = 256;
 constexpr int kDecodeWarps = kDecodeThreads / 32;
 constexpr int kDecodeRowsPerWarp = kDecodeRows / kDecodeWarps;
-constexpr int kScoreRowGroups = kDecodeThreads / kDecodeTile;  // threads per key, each with every 4th row
+constexpr int kScoreRowGroups = kDecodeThreads / kDecodeTile;  // threads per key, each every kScoreRowGroups-th row
 constexpr int kScoreRowsPerThread = kDecodeRows / kScoreRowGroups;
 static_assert(kDecodeThreads % kDecodeTile == 0 && kDecodeRows % kScoreRowGroups == 0, "scores: whole row groups");
 static_assert(kDecodeRows % kDecodeWarps == 0, "softmax: whole rows per warp");
