@@ -12,6 +12,7 @@
 #include "aoti/split.h"
 #include "aoti/shim/tensor_handle.h"
 #include "aoti/weak_registry.h"
+#include "aoti/weight_placement.h"
 #include "kiln/log.h"
 
 namespace kiln::aoti {
@@ -93,11 +94,26 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   if (config.max_memory_bytes > 0) self->budget_ = MemoryBudget::create(config.max_memory_bytes, label);
   MemoryBudgetScope budget_scope(self->budget_.get());
 
-  if (config.kiln_places_weights && !config.device.is_cpu() && !method.weights_key.empty()) {
-    // The device gets ready for the weights' upload (CUDA: pins its staging
-    // buffers) while the library loads. Size only: the digest is checked below.
-    auto weights = program->named_data_bytes(method.weights_key, /*verify_digest=*/false);
-    if (weights.ok()) self->iface_->prepare_upload(weights->size(), config.device.index);
+  // The weights first: their digest check, their budget charge, and (when
+  // Kiln places them) their upload, which on a GPU runs on a thread of its
+  // own while the library and its container load below.
+  std::span<const uint8_t> weights;
+  std::unique_ptr<WeightPlacement> placement;
+  if (!method.weights_key.empty()) {
+    KILN_ASSIGN_OR_RETURN(weights, program->named_data_bytes(method.weights_key, config.verify_weights));
+    // Weights are charged to the budget until unload, before anything holds
+    // them: the container copies the blob into an allocation of its own (host
+    // malloc or cudaMalloc, outside the shims), or Kiln places them (shared by
+    // the program's methods, but each method's limit counts them).
+    if (self->budget_) {
+      KILN_RETURN_IF_ERROR(self->budget_->charge(weights.size(), "its weights"));
+      self->weights_charged_ = weights.size();
+    }
+    if (config.kiln_places_weights) {
+      // CUDA pins its staging buffers meanwhile, on yet another thread.
+      if (!config.device.is_cpu()) self->iface_->prepare_upload(weights.size(), config.device.index);
+      KILN_ASSIGN_OR_RETURN(placement, self->start_placing_weights(method, weights, label));
+    }
   }
   KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> library_bytes,
                         program->named_data_bytes(method.library_key, /*verify_digest=*/true));
@@ -126,19 +142,9 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
                          std::to_string(method.inputs.size()) + " and " + std::to_string(method.outputs.size()));
 
   if (!method.weights_key.empty()) {
-    KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> weights,
-                          program->named_data_bytes(method.weights_key, config.verify_weights));
-    // Weights are charged to the budget until unload, before anything holds
-    // them: the container copies the blob into an allocation of its own (host
-    // malloc or cudaMalloc, outside the shims), or Kiln places them (shared by
-    // the program's methods, but each method's limit counts them).
-    if (self->budget_) {
-      KILN_RETURN_IF_ERROR(self->budget_->charge(weights.size(), "its weights"));
-      self->weights_charged_ = weights.size();
-    }
     bool placed = false;
-    if (config.kiln_places_weights) {
-      KILN_ASSIGN_OR_RETURN(placed, self->place_weights(method, weights, label));
+    if (placement) {
+      KILN_ASSIGN_OR_RETURN(placed, self->hand_placed_weights(*placement, label));
     }
     if (!placed) KILN_RETURN_IF_ERROR(self->load_weights_blob(weights, label));
   }
@@ -203,14 +209,24 @@ Error AotiMethod::load_weights_blob(std::span<const uint8_t> weights, const std:
   return Error::Ok;
 }
 
-Result<bool> AotiMethod::place_weights(const MethodInfo& method, std::span<const uint8_t> blob,
-                                       const std::string& label) {
+Result<std::unique_ptr<WeightPlacement>> AotiMethod::start_placing_weights(const MethodInfo& method,
+                                                                           std::span<const uint8_t> blob,
+                                                                           const std::string& label) {
   auto table = method.metadata.find(std::string(kConstantsMetadataKey));
-  if (table == method.metadata.end() || !entry_.update_user_managed_constant_buffer_pairs) return false;
-  KILN_ASSIGN_OR_RETURN(std::vector<ConstantEntry> entries, parse_constants_table(table->second, blob.size()));
+  if (table == method.metadata.end()) return std::unique_ptr<WeightPlacement>();
+  auto entries = parse_constants_table(table->second, blob.size());
+  if (!entries.ok()) return set_error(entries.error(), label + ": " + last_error_message());
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<WeightStore> store, WeightStore::for_program(program_, device_));
-  auto tensors = store->place(entries, blob);
+  return WeightPlacement::start(std::move(store), std::move(*entries), blob, /*on_thread=*/!device_.is_cpu());
+}
+
+Result<bool> AotiMethod::hand_placed_weights(WeightPlacement& placement, const std::string& label) {
+  // A library too old to take user-managed weights loads its blob itself; the
+  // placement (started before the library was known) is dropped unused.
+  if (!entry_.update_user_managed_constant_buffer_pairs) return false;
+  auto tensors = placement.take();
   if (!tensors.ok()) return set_error(tensors.error(), label + ": " + last_error_message());
+  const std::vector<ConstantEntry>& entries = placement.entries();
   std::vector<ConstantMapEntry> pairs;
   pairs.reserve(entries.size());
   for (size_t i = 0; i < entries.size(); ++i) {
@@ -223,7 +239,7 @@ Result<bool> AotiMethod::place_weights(const MethodInfo& method, std::span<const
       container_, pairs.data(), pairs.size(), /*use_inactive=*/false, /*validate_full_update=*/true);
   container_constant_handles_ = capture.take();
   if (status != 0) return backend_failure(label + ": handing the weights to the model container");
-  weights_ = std::move(store);
+  weights_ = placement.store();
   return true;
 }
 

@@ -28,6 +28,7 @@
 #include "aoti/graph_replay.h"
 #include "aoti/kernel_directory.h"
 #include "aoti/openmp_threads.h"
+#include "aoti/weight_placement.h"
 #include "kiln/device.h"
 #include "kiln/device_interface.h"
 #include "runtime/backend.h"
@@ -109,9 +110,14 @@ class AotiMethod final : public MethodExecutor {
   Result<Tensor> to_device(const Tensor& input, StreamHandle stream) const;
   // Device output -> a host tensor with the same geometry (synchronises `stream`).
   Result<Tensor> to_host(const Tensor& output, StreamHandle stream) const;
-  // Weights placed by Kiln from the method's weights table; false (nothing
-  // done) when the program or library does not allow it.
-  Result<bool> place_weights(const MethodInfo& method, std::span<const uint8_t> blob, const std::string& label);
+  // Starts placing the weights from the method's weights table (null when the
+  // program has none: the library loads its blob).
+  Result<std::unique_ptr<WeightPlacement>> start_placing_weights(const MethodInfo& method,
+                                                                 std::span<const uint8_t> blob,
+                                                                 const std::string& label);
+  // Lends the placed weights to the container; false (nothing done) when the
+  // library cannot take them.
+  Result<bool> hand_placed_weights(WeightPlacement& placement, const std::string& label);
   // The library copies its weights blob itself.
   Error load_weights_blob(std::span<const uint8_t> weights, const std::string& label);
   // The inputs where the model wants them: CPU inputs of a device method are

@@ -12,10 +12,12 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "aoti/device_weights.h"
 #include "aoti/weight_arena.h"
+#include "aoti/weight_placement.h"
 #include "kiln/device_interface.h"
 
 namespace {
@@ -30,6 +32,7 @@ using kiln::aoti::ArenaSlot;
 using kiln::aoti::ConstantEntry;
 using kiln::aoti::kWeightAlignment;
 using kiln::aoti::plan_weight_arena;
+using kiln::aoti::WeightPlacement;
 using kiln::aoti::WeightStore;
 
 // Host memory behind a device type of the test's choice. Blocks are 64-byte
@@ -77,6 +80,7 @@ class CountingDevice final : public kiln::DeviceInterface {
   Error upload(std::span<const UploadRegion> regions, int index) override {
     ++uploads;
     events.push_back("upload");
+    upload_thread = std::this_thread::get_id();
     last_regions.assign(regions.begin(), regions.end());
     if (fail_upload) return kiln::set_error(Error::BackendFailed, "fake upload failed");
     return DeviceInterface::upload(regions, index);
@@ -89,6 +93,7 @@ class CountingDevice final : public kiln::DeviceInterface {
   std::vector<UploadRegion> last_regions;
   std::vector<std::string> events;  // allocate / synchronize / upload, in order
   bool fail_allocation = false, fail_upload = false, fail_synchronize = false;
+  std::thread::id upload_thread;  // of the last upload
 
  private:
   DeviceType type_;
@@ -380,6 +385,75 @@ TEST(WeightStore, UploadFailureFreesTheArenaAndPublishesNothing) {
   ASSERT_TRUE(again.ok()) << kiln::last_error_message();
   EXPECT_EQ(dev.allocations, 2);  // placed anew, not taken from the failed call
   expect_placed(entries, *again, blob);
+}
+
+// WeightPlacement (what AotiMethod::load starts before the library loads): on
+// a thread, the upload happens off the caller's thread and the tensors are
+// the store's; an error crosses back with its message; a placement dropped
+// untaken joins its thread and leaves nothing allocated.
+TEST(WeightPlacement, OnAThreadUploadsElsewhereAndHandsTheStoresTensors) {
+  CountingDevice dev(DeviceType::CUDA);
+  const auto entries = packed({4096, 8192, 100});
+  const auto blob = random_blob(12388, 21);
+  auto store = std::make_shared<WeightStore>(nullptr, kGpu, &dev);
+  auto placement = WeightPlacement::start(store, entries, blob, /*on_thread=*/true);
+  auto tensors = placement->take();
+  ASSERT_TRUE(tensors.ok()) << kiln::last_error_message();
+  expect_placed(entries, *tensors, blob);
+  EXPECT_EQ(dev.uploads, 1);
+  EXPECT_NE(dev.upload_thread, std::this_thread::get_id());
+  EXPECT_EQ(placement->store(), store);
+  // The store shares them: placing the same constants again uploads nothing.
+  auto again = store->place(entries, blob);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[1].storage()->data(), (*tensors)[1].storage()->data());
+  EXPECT_EQ(dev.uploads, 1);
+  // A second take is a clear error, not a second copy of the tensors.
+  auto twice = placement->take();
+  ASSERT_FALSE(twice.ok());
+  EXPECT_EQ(twice.error(), Error::Internal);
+}
+
+TEST(WeightPlacement, InlineRunsOnTheCallersThread) {
+  CountingDevice dev(DeviceType::CUDA);
+  const auto entries = packed({4096});
+  const auto blob = random_blob(4096, 22);
+  auto placement =
+      WeightPlacement::start(std::make_shared<WeightStore>(nullptr, kGpu, &dev), entries, blob, /*on_thread=*/false);
+  EXPECT_EQ(dev.uploads, 1);  // before take()
+  EXPECT_EQ(dev.upload_thread, std::this_thread::get_id());
+  auto tensors = placement->take();
+  ASSERT_TRUE(tensors.ok()) << kiln::last_error_message();
+  expect_placed(entries, *tensors, blob);
+}
+
+TEST(WeightPlacement, ErrorOnTheThreadComesBackWithItsMessage) {
+  CountingDevice dev(DeviceType::CUDA);
+  dev.fail_upload = true;
+  const auto entries = packed({4096, 4096});
+  const auto blob = random_blob(8192, 23);
+  kiln::clear_error();
+  auto placement =
+      WeightPlacement::start(std::make_shared<WeightStore>(nullptr, kGpu, &dev), entries, blob, /*on_thread=*/true);
+  auto tensors = placement->take();
+  ASSERT_FALSE(tensors.ok());
+  EXPECT_EQ(tensors.error(), Error::BackendFailed);
+  EXPECT_NE(kiln::last_error_message().find("fake upload failed"), std::string::npos) << kiln::last_error_message();
+  EXPECT_EQ(dev.live(), 0u);
+}
+
+TEST(WeightPlacement, DroppedUntakenJoinsAndFreesTheArena) {
+  CountingDevice dev(DeviceType::CUDA);
+  const auto entries = packed({1 << 20, 1 << 20});
+  const auto blob = random_blob(2 << 20, 24);
+  {
+    auto placement = WeightPlacement::start(std::make_shared<WeightStore>(nullptr, kGpu, &dev), entries, blob,
+                                            /*on_thread=*/true);
+  }  // joined here, without take()
+  EXPECT_EQ(dev.uploads, 1);
+  EXPECT_EQ(dev.allocations, 1);
+  EXPECT_EQ(dev.live(), 0u);
+  EXPECT_EQ(dev.bad_frees, 0);
 }
 
 }  // namespace
