@@ -1,5 +1,7 @@
 #include "aoti/weight_placement.h"
 
+#include <system_error>
+
 namespace kiln::aoti {
 
 WeightPlacement::Outcome WeightPlacement::run(WeightStore& store, const std::vector<ConstantEntry>& entries,
@@ -19,10 +21,14 @@ std::unique_ptr<WeightPlacement> WeightPlacement::start(std::shared_ptr<WeightSt
     // until the destructor has joined it.
     WeightStore* s = p->store_.get();
     const std::vector<ConstantEntry>* e = &p->entries_;
-    p->pending_ = std::async(std::launch::async, [s, e, blob] { return run(*s, *e, blob); });
-  } else {
-    p->done_ = run(*p->store_, p->entries_, blob);
+    try {
+      p->pending_ = std::async(std::launch::async, [s, e, blob] { return run(*s, *e, blob); });
+      return p;
+    } catch (const std::system_error&) {
+      // No thread to be had: place them here, only without the overlap.
+    }
   }
+  p->done_ = run(*p->store_, p->entries_, blob);
   return p;
 }
 
