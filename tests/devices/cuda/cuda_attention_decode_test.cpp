@@ -330,6 +330,23 @@ TEST_P(CudaAttentionDecode, ShapesMatchReference) {
                static_cast<uint32_t>(77 + S));
 }
 
+// Head dims that are multiples of 8 but not of 16: the decode kernel scores
+// them with its scalar loops, not on tensor cores (whole k16 steps only), so
+// both paths stay covered on sm_80+.
+TEST_P(CudaAttentionDecode, HeadDimsOffTheTensorCoreStepMatchReference) {
+  const int64_t dims[][2] = {{40, 40}, {24, 56}, {72, 64}, {248, 248}};  // {E, Ev}
+  int runs = 0;
+  for (const auto& d : dims)
+    for (int64_t S : {33, 1024}) {
+      const Mask mask = static_cast<Mask>(runs % 4);
+      run_case(GetParam(), Shape{1, 8, 1, 1, S, d[0], d[1]}, runs % 3 == 1, mask, Layout::Contiguous, true,
+               static_cast<uint32_t>(3000 + 7 * runs));
+      ++runs;
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  EXPECT_EQ(runs, 8);
+}
+
 INSTANTIATE_TEST_SUITE_P(HalfTypes, CudaAttentionDecode, ::testing::Values(DType::Float16, DType::BFloat16),
                          [](const auto& info) { return std::string(kiln::dtype_name(info.param)); });
 

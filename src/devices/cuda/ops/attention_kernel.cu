@@ -10,6 +10,7 @@
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/ops/attention_kernel.h"
 #include "devices/cuda/ops/attention_mma_kernel.h"
+#include "devices/cuda/ops/mma_m16n8k16.cuh"
 
 namespace kiln::cudadev {
 namespace {
@@ -661,6 +662,124 @@ __device__ inline void load_decode_queries(const AttentionParams& p, int64_t h0,
   }
 }
 
+// Scores on tensor cores (sm_80+, head dims that are multiples of 16): the
+// block's rows are one m16 tile, so warp w computes S[16 rows][keys 8w ..
+// 8w + 7] of the tile with E / 16 mma.sync steps instead of the E-long FMA
+// loops of the scalar path. That path's threads each walked the whole head
+// dim for their key, which made the scores most of the kernel's serial
+// instruction stream (ncu: one instruction per ~7 cycles, one block per SM).
+// The query rows are kept as T (exact: they are T in memory) in q_t, rows at
+// or past `rows` zero, row pitch decode_q_pitch(E) halves.
+__host__ __device__ inline int decode_q_pitch(int64_t E) { return static_cast<int>(E) + 8; }
+
+// Whether the decode kernel computes its scores on tensor cores: the device
+// code exists for sm_80+, and the head dim is whole k16 steps.
+__device__ inline bool decode_scores_on_tensor_cores(int64_t E) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return E % 16 == 0;
+#else
+  (void)E;
+  return false;
+#endif
+}
+
+// The block's query rows (zeros past `rows`) into q_t as T, [kDecodeRows][pitch].
+// As load_decode_queries: every load is issued before any store.
+template <typename T>
+__device__ inline void load_decode_queries_t(const AttentionParams& p, int64_t h0, int64_t b, int rows,
+                                             uint16_t* q_t) {
+  const T* q = static_cast<const T*>(p.q);
+  const int E = static_cast<int>(p.E), pitch = decode_q_pitch(p.E);
+  const int tid = static_cast<int>(threadIdx.x);
+  const auto row_offset = [&](int r) {
+    const int64_t h = h0 + r / p.L, i = r % p.L;
+    return b * p.q_strides[0] + h * p.q_strides[1] + i * p.q_strides[2];
+  };
+  const bool vectors = p.q_strides[3] == 1 && p.q_strides[0] % 8 == 0 && p.q_strides[1] % 8 == 0 &&
+                       p.q_strides[2] % 8 == 0 && reinterpret_cast<uintptr_t>(q) % 16 == 0;
+  if (vectors) {
+    constexpr int kQVecsPerThread = kDecodeRows * static_cast<int>(kMaxAttentionHeadDim) / 8 / kDecodeThreads;
+    const int per_row = E / 8;
+    uint4 raw[kQVecsPerThread];
+#pragma unroll
+    for (int t = 0; t < kQVecsPerThread; ++t) {
+      const int idx = tid + t * kDecodeThreads, r = idx / per_row;
+      raw[t] = make_uint4(0u, 0u, 0u, 0u);
+      if (r < rows) raw[t] = *reinterpret_cast<const uint4*>(q + row_offset(r) + (idx % per_row) * 8);
+    }
+#pragma unroll
+    for (int t = 0; t < kQVecsPerThread; ++t) {
+      const int idx = tid + t * kDecodeThreads;
+      if (idx >= kDecodeRows * per_row) break;
+      *reinterpret_cast<uint4*>(q_t + (idx / per_row) * pitch + (idx % per_row) * 8) = raw[t];
+    }
+    return;
+  }
+  constexpr int kBatch = 8;
+  for (int base = 0; base < kDecodeRows * E; base += kBatch * kDecodeThreads) {
+    T x[kBatch];
+#pragma unroll
+    for (int t = 0; t < kBatch; ++t) {
+      const int idx = base + tid + t * kDecodeThreads, r = idx / E;
+      x[t] = r < rows ? q[row_offset(r) + (idx % E) * p.q_strides[3]] : T(0.0f);
+    }
+#pragma unroll
+    for (int t = 0; t < kBatch; ++t) {
+      const int idx = base + tid + t * kDecodeThreads;
+      if (idx < kDecodeRows * E) reinterpret_cast<T*>(q_t)[(idx / E) * pitch + idx % E] = x[t];
+    }
+  }
+}
+
+// S = Q K^T for the tile's keys n0 .. n0 + n - 1 (k_s: [kDecodeTile][ks],
+// keys past n zero-filled), scaled, biased and masked as the scalar path
+// does, into p_s[row][key] for rows < `rows`. Warp w owns keys 8w .. 8w + 7;
+// the 8 warps cover the whole 64-key tile, so keys past n get -inf as there.
+template <typename T>
+__device__ inline void decode_scores_mma(const AttentionParams& p, const uint16_t* q_t, const T* k_s, int ks,
+                                         int n, int64_t n0, int rows, int64_t hk, int64_t group, int64_t b,
+                                         float* p_s) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  static_assert(kDecodeWarps * 8 == kDecodeTile && kDecodeRows == 16, "one m16 tile of rows, 8 keys per warp");
+  const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int pitch = decode_q_pitch(p.E);
+  const uint16_t* k16 = reinterpret_cast<const uint16_t*>(k_s);
+  float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (warp * 8 < n) {  // warp-uniform: a warp whose keys are all past n only writes -inf
+    const int steps = static_cast<int>(p.E) / 16;
+#pragma unroll 4
+    for (int kk = 0; kk < steps; ++kk) {
+      const uint16_t* lo = q_t + g * pitch + kk * 16 + 2 * t;  // row g, dims 16kk + 2t ..
+      const uint16_t* hi = lo + 8 * pitch;                     // row g + 8
+      const uint32_t qa[4] = {lds32(lo), lds32(hi), lds32(lo + 8), lds32(hi + 8)};
+      const uint16_t* kr = k16 + (warp * 8 + g) * ks + kk * 16 + 2 * t;  // key 8w + g, dims 16kk + 2t ..
+      mma16816(T(), s, qa, lds32(kr), lds32(kr + 8));
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const int r = g + (e < 2 ? 0 : 8);               // c0, c1: row g; c2, c3: row g + 8
+    const int c = warp * 8 + 2 * t + (e & 1);        // key of the tile
+    if (r >= rows) continue;
+    const int64_t key = n0 + c;
+    const int64_t h = hk * group + r / p.L, i = r % p.L;
+    float x = -CUDART_INF_F;
+    if (c < n && !(p.causal && key > i)) {
+      x = s[e] * p.scale;
+      if (p.bias != nullptr)
+        x += load_bias(p.bias, p.bias_dtype,
+                       b * p.bias_strides[0] + h * p.bias_strides[1] + i * p.bias_strides[2] + key * p.bias_strides[3]);
+    }
+    p_s[r * kDecodeTile + c] = x;
+  }
+#else
+  // decode_scores_on_tensor_cores is false for this architecture.
+  (void)p, (void)q_t, (void)k_s, (void)ks, (void)n, (void)n0, (void)rows, (void)hk, (void)group, (void)b, (void)p_s;
+  __trap();
+#endif
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(AttentionParams p, SplitArgs a) {
   extern __shared__ __align__(16) unsigned char decode_smem[];
@@ -677,7 +796,14 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
   const int64_t group = p.Hq / p.Hk;
   const int rows = static_cast<int>(group * p.L);  // <= kDecodeRows (the launcher checks)
 
-  load_decode_queries<T>(p, hk * group, b, rows, q_s);
+  // The tensor-core scores read the rows as T from q_t, which takes the
+  // place of q_s (16 (E + 8) halves fit in 16 E floats).
+  const bool mma_scores = decode_scores_on_tensor_cores(p.E);
+  uint16_t* q_t = reinterpret_cast<uint16_t*>(q_s);
+  if (mma_scores)
+    load_decode_queries_t<T>(p, hk * group, b, rows, q_t);
+  else
+    load_decode_queries<T>(p, hk * group, b, rows, q_s);
 
   // This chunk's keys; upper-left causal rows see no key at or past L.
   const int64_t kv_end = p.causal && p.L < p.S ? p.L : p.S;
@@ -711,7 +837,9 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
     __syncthreads();           // everyone's have: tiles and q_s are visible to every thread
 
     // Scores of key sj against this thread's rows (warp-uniform row checks).
-    {
+    if (mma_scores) {
+      decode_scores_mma<T>(p, q_t, k_s, ks, n, n0, rows, hk, group, b, p_s);
+    } else {
       float dot[kScoreRowsPerThread];
 #pragma unroll
       for (int u = 0; u < kScoreRowsPerThread; ++u) dot[u] = 0.0f;
