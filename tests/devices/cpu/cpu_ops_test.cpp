@@ -177,6 +177,53 @@ TEST(CpuMm, LayoutsAndDtypes) {
   }
 }
 
+// One-row and one-column products go to GEMV (gemm.cpp): every layout of the
+// matrix operand and of the vector, a C whose NaNs beta == 0 must overwrite,
+// a strided output column, float64, and addmm's beta.
+TEST(CpuMm, MatrixVectorProductsInEveryLayout) {
+  struct Case {
+    int64_t m, k, n;
+    bool a_t, b_t;
+    int32_t dtype;
+  };
+  const Case cases[] = {{1, 300, 70, false, false, kF32}, {1, 300, 70, false, true, kF32},
+                        {1, 300, 70, true, false, kF32},  {1, 300, 70, true, true, kF32},
+                        {70, 300, 1, false, false, kF32}, {70, 300, 1, true, false, kF32},
+                        {70, 300, 1, false, true, kF32},  {70, 300, 1, true, true, kF32},
+                        {1, 64, 1, false, false, kF32},   {1, 300, 70, false, true, kF64},
+                        {70, 300, 1, true, false, kF64}};
+  for (const Case& c : cases) {
+    std::string what = std::to_string(c.m) + "x" + std::to_string(c.k) + "x" + std::to_string(c.n);
+    if (c.a_t) what += " a^T";
+    if (c.b_t) what += " b^T";
+    what += " dtype " + std::to_string(c.dtype);
+    auto av = random_values(c.m * c.k, 81), bv = random_values(c.k * c.n, 82);
+    Handle a, b, out;
+    make(a, av, {c.m, c.k}, c.a_t ? std::vector<int64_t>{1, c.m} : std::vector<int64_t>{c.k, 1}, c.dtype);
+    make(b, bv, {c.k, c.n}, c.b_t ? std::vector<int64_t>{1, c.k} : std::vector<int64_t>{c.n, 1}, c.dtype);
+    std::vector<float> ov(c.m * c.n, std::numeric_limits<float>::quiet_NaN());
+    // A one-column output is read with a row stride of 3: GEMV's incy.
+    make(out, ov, {c.m, c.n}, c.n == 1 ? std::vector<int64_t>{3, 1} : std::vector<int64_t>{c.n, 1}, c.dtype);
+    ASSERT_EQ(aoti_torch_cpu_mm_out(out, a, b), 0) << kiln::last_error_message();
+    expect_close(read(out), ref_matmul(av, bv, 1, c.m, c.k, c.n), 1e-5, "mm " + what);
+  }
+  // addmm on a one-row product: out = beta * bias + alpha * x @ W^T.
+  for (double beta : {0.0, 0.5}) {
+    const int64_t k = 96, n = 40;
+    auto xv = random_values(k, 83), wv = random_values(n * k, 84), bias = random_values(n, 85);
+    Handle x, wt, bt, out;
+    make(x, xv, {1, k}, {k, 1}, kF32);
+    make(wt, wv, {k, n}, {1, k}, kF32);  // wv holds the logical [k, n]; stored as W [n, k] is, transposed
+    make(bt, bias, {n}, {1}, kF32);
+    std::vector<float> ov(n, std::numeric_limits<float>::quiet_NaN());
+    make(out, ov, {1, n}, {n, 1}, kF32);
+    ASSERT_EQ(aoti_torch_cpu_addmm_out(out, bt, x, wt, beta, 1.5), 0) << kiln::last_error_message();
+    auto want = ref_matmul(xv, wv, 1, 1, k, n);
+    for (int64_t j = 0; j < n; ++j) want[j] = 1.5 * want[j] + beta * bias[j];
+    expect_close(read(out), want, 1e-5, "addmm one row, beta " + std::to_string(beta));
+  }
+}
+
 TEST(CpuMm, ScatteredOperandsAreHandled) {
   // Neither rows nor columns unit-stride: a is every other element of a larger buffer.
   const int64_t m = 4, k = 3, n = 5;

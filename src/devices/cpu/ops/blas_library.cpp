@@ -32,6 +32,12 @@ Loaded load() {
     loaded.functions.sgemm = reinterpret_cast<decltype(loaded.functions.sgemm)>(::dlsym(handle, "cblas_sgemm"));
     loaded.functions.dgemm = reinterpret_cast<decltype(loaded.functions.dgemm)>(::dlsym(handle, "cblas_dgemm"));
     if (loaded.functions.sgemm && loaded.functions.dgemm) {
+      auto sgemv = reinterpret_cast<decltype(loaded.functions.sgemv)>(::dlsym(handle, "cblas_sgemv"));
+      auto dgemv = reinterpret_cast<decltype(loaded.functions.dgemv)>(::dlsym(handle, "cblas_dgemv"));
+      if (sgemv && dgemv) {
+        loaded.functions.sgemv = sgemv;
+        loaded.functions.dgemv = dgemv;
+      }
       // Searched in the library and its dependencies: the libgomp it is bound to.
       auto get = reinterpret_cast<int (*)()>(::dlsym(handle, "omp_get_max_threads"));
       auto set = reinterpret_cast<void (*)(int)>(::dlsym(handle, "omp_set_num_threads"));

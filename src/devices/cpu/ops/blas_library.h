@@ -19,6 +19,12 @@ struct BlasFunctions {
                 const float*, blasint, float, float*, blasint);
   void (*dgemm)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint, blasint, double, const double*,
                 blasint, const double*, blasint, double, double*, blasint);
+  // Matrix-vector products (null when the library lacks them: gemm() then
+  // uses the GEMMs for those shapes too).
+  void (*sgemv)(CBLAS_ORDER, CBLAS_TRANSPOSE, blasint, blasint, float, const float*, blasint, const float*, blasint,
+                float, float*, blasint) = nullptr;
+  void (*dgemv)(CBLAS_ORDER, CBLAS_TRANSPOSE, blasint, blasint, double, const double*, blasint, const double*,
+                blasint, double, double*, blasint) = nullptr;
   // The OpenMP runtime an OpenMP build of OpenBLAS threads with (null for other
   // builds). Its GEMMs use omp_get_max_threads() of the calling thread, which
   // the model's run sets (aoti.num_threads); gemm() lowers it for small products.

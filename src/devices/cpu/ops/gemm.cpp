@@ -13,13 +13,60 @@ namespace kiln::cpu {
 
 namespace {
 
-void blas_gemm(const BlasFunctions& f, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
+void gemm_call(const BlasFunctions& f, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, float alpha,
                const float* a, int lda, const float* b, int ldb, float beta, float* c, int ldc) {
   f.sgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
-void blas_gemm(const BlasFunctions& f, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha,
+void gemm_call(const BlasFunctions& f, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, double alpha,
                const double* a, int lda, const double* b, int ldb, double beta, double* c, int ldc) {
   f.dgemm(CblasRowMajor, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+bool has_gemv(const BlasFunctions& f, float) { return f.sgemv != nullptr; }
+bool has_gemv(const BlasFunctions& f, double) { return f.dgemv != nullptr; }
+void gemv_call(const BlasFunctions& f, CBLAS_TRANSPOSE t, int rows, int cols, float alpha, const float* a, int lda,
+               const float* x, int incx, float beta, float* y, int incy) {
+  f.sgemv(CblasRowMajor, t, rows, cols, alpha, a, lda, x, incx, beta, y, incy);
+}
+void gemv_call(const BlasFunctions& f, CBLAS_TRANSPOSE t, int rows, int cols, double alpha, const double* a,
+               int lda, const double* x, int incx, double beta, double* y, int incy) {
+  f.dgemv(CblasRowMajor, t, rows, cols, alpha, a, lda, x, incx, beta, y, incy);
+}
+
+// C (m x n, row stride ldc) = alpha * op(A) @ op(B) + beta * C, as cblas_?gemm
+// in row-major order. A product with one row or one column is a
+// matrix-vector product, and goes to GEMV: OpenBLAS's GEMM first packs the
+// whole matrix operand into its panel layout (sgemm_incopy), which for the
+// M = 1 products of a decode step costs about as much as the product. A
+// full-size Whisper decoder step on one thread took 38.5 ms against 25.5 ms
+// in PyTorch's loader, whose matmul calls GEMV there.
+template <typename T>
+void blas_gemm(const BlasFunctions& f, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, T alpha,
+               const T* a, int lda, const T* b, int ldb, T beta, T* c, int ldc) {
+  if ((m == 1 || n == 1) && has_gemv(f, T())) {
+    // y: C's row (m == 1) or column (n == 1). With beta == 0 it is zeroed
+    // first: C's old values must not leak, and a BLAS that scales y by beta
+    // would turn NaNs there into 0 * NaN.
+    const int len = m == 1 ? n : m, incy = m == 1 ? 1 : ldc;
+    if (beta == T(0))
+      for (int i = 0; i < len; ++i) c[static_cast<int64_t>(i) * incy] = T(0);
+    if (m == 1) {
+      // x: A's only row, contiguous as stored, or a column of the stored A^T.
+      const int incx = ta == CblasNoTrans ? 1 : lda;
+      if (tb == CblasNoTrans)
+        gemv_call(f, CblasTrans, k, n, alpha, b, ldb, a, incx, beta, c, incy);  // y = B^T x; B stored k x n
+      else
+        gemv_call(f, CblasNoTrans, n, k, alpha, b, ldb, a, incx, beta, c, incy);  // B^T stored n x k
+    } else {
+      // x: B's only column, a column of the stored B, or the stored B^T's row.
+      const int incx = tb == CblasNoTrans ? ldb : 1;
+      if (ta == CblasNoTrans)
+        gemv_call(f, CblasNoTrans, m, k, alpha, a, lda, b, incx, beta, c, incy);  // y = A x; A stored m x k
+      else
+        gemv_call(f, CblasTrans, k, m, alpha, a, lda, b, incx, beta, c, incy);  // A^T stored k x m
+    }
+    return;
+  }
+  gemm_call(f, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 // Row-major with unit column stride: usable as a NoTrans operand with this ld.
