@@ -110,8 +110,9 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
       self->weights_charged_ = weights.size();
     }
     if (config.kiln_places_weights) {
-      // CUDA pins its staging buffers meanwhile, on yet another thread.
-      if (!config.device.is_cpu()) self->iface_->prepare_upload(weights.size(), config.device.index);
+      // A device may get ready for the upload meanwhile (CUDA pins its
+      // staging buffers on yet another thread; the CPU has nothing to do).
+      self->iface_->prepare_upload(weights.size(), config.device.index);
       KILN_ASSIGN_OR_RETURN(placement, self->start_placing_weights(method, weights, label));
     }
   }

@@ -12,9 +12,10 @@
 // page-cached blob, pinned ceiling 55 GB/s): 8 workers with 2 MiB chunks copy
 // at 47 GB/s against 29 GB/s for 4 workers with 8 MiB; pinning the buffers
 // costs ~0.5 ms per MiB with cudaHostAlloc, so they are kept for the process
-// after the first large upload (at most 8 x 2 x 2 MiB = 32 MiB of pinned host
-// memory), and later loads skip that cost; the first one has them pinned
-// ahead, on a background thread, in huge pages (prepare_upload).
+// after the first large upload (two 2 MiB buffers per worker: 32 MiB with the
+// default 8 workers, more when KILN_CUDA_UPLOAD_WORKERS asks for more), and
+// later loads skip that cost; the first one has them pinned ahead, on
+// background threads, in huge pages (prepare_upload).
 #pragma once
 
 #include <span>
