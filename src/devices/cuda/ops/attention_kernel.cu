@@ -608,13 +608,41 @@ __device__ inline void stage_tile(const T* src, int64_t stride, int n, int width
   }
 }
 
-// The block's query rows (zeros past `rows`) into q_s as fp32 ([kDecodeRows][E]).
-// Every thread issues all its loads before it stores any: a loop of
-// load-then-store waits one L2 round trip per element, which cost more than
-// the whole key/value read (the q rows are tiny). Rows with contiguous,
-// 16-byte aligned head dims take 16-byte loads, at most kQVecsPerThread each.
+// Where load_decode_queries puts the block's query rows: fp32 rows
+// [kDecodeRows][E] for the scalar scores (q_s), or the raw T rows with pitch
+// decode_q_pitch(E) halves for the tensor-core scores (q_t).
 template <typename T>
-__device__ inline void load_decode_queries(const AttentionParams& p, int64_t h0, int64_t b, int rows, float* q_s) {
+struct DecodeRowsAsFloat {
+  float* rows;
+  int pitch;
+  __device__ void put8(int r, int e, const uint4& raw) const {
+    float f[8];
+    unpack8<T>(raw, f);
+    float4* dst = reinterpret_cast<float4*>(rows + r * pitch + e);
+    dst[0] = make_float4(f[0], f[1], f[2], f[3]);
+    dst[1] = make_float4(f[4], f[5], f[6], f[7]);
+  }
+  __device__ void put(int r, int e, T x) const { rows[r * pitch + e] = load_f(&x, 0); }
+};
+
+template <typename T>
+struct DecodeRowsAsT {
+  uint16_t* rows;
+  int pitch;
+  __device__ void put8(int r, int e, const uint4& raw) const {
+    *reinterpret_cast<uint4*>(rows + r * pitch + e) = raw;
+  }
+  __device__ void put(int r, int e, T x) const { reinterpret_cast<T*>(rows)[r * pitch + e] = x; }
+};
+
+// The block's query rows (zeros past `rows`) into `dst`. Every thread issues
+// all its loads before it stores any: a loop of load-then-store waits one L2
+// round trip per element, which cost more than the whole key/value read (the
+// q rows are tiny). Rows with contiguous, 16-byte aligned head dims take
+// 16-byte loads, at most kQVecsPerThread each.
+template <typename T, typename Rows>
+__device__ inline void load_decode_queries(const AttentionParams& p, int64_t h0, int64_t b, int rows,
+                                           const Rows& dst) {
   const T* q = static_cast<const T*>(p.q);
   const int E = static_cast<int>(p.E);
   const int tid = static_cast<int>(threadIdx.x);
@@ -638,26 +666,22 @@ __device__ inline void load_decode_queries(const AttentionParams& p, int64_t h0,
     for (int t = 0; t < kQVecsPerThread; ++t) {
       const int idx = tid + t * kDecodeThreads;
       if (idx >= kDecodeRows * per_row) break;
-      float f[8];
-      unpack8<T>(raw[t], f);
-      float4* dst = reinterpret_cast<float4*>(q_s + (idx / per_row) * E + (idx % per_row) * 8);
-      dst[0] = make_float4(f[0], f[1], f[2], f[3]);
-      dst[1] = make_float4(f[4], f[5], f[6], f[7]);
+      dst.put8(idx / per_row, (idx % per_row) * 8, raw[t]);
     }
     return;
   }
   constexpr int kBatch = 8;
   for (int base = 0; base < kDecodeRows * E; base += kBatch * kDecodeThreads) {
-    float x[kBatch];
+    T x[kBatch];
 #pragma unroll
     for (int t = 0; t < kBatch; ++t) {
       const int idx = base + tid + t * kDecodeThreads, r = idx / E;
-      x[t] = r < rows ? load_f(q, row_offset(r) + (idx % E) * p.q_strides[3]) : 0.0f;
+      x[t] = r < rows ? q[row_offset(r) + (idx % E) * p.q_strides[3]] : T(0.0f);
     }
 #pragma unroll
     for (int t = 0; t < kBatch; ++t) {
       const int idx = base + tid + t * kDecodeThreads;
-      if (idx < kDecodeRows * E) q_s[idx] = x[t];
+      if (idx < kDecodeRows * E) dst.put(idx / E, idx % E, x[t]);
     }
   }
 }
@@ -681,54 +705,6 @@ __device__ inline bool decode_scores_on_tensor_cores(int64_t E) {
   (void)E;
   return false;
 #endif
-}
-
-// The block's query rows (zeros past `rows`) into q_t as T, [kDecodeRows][pitch].
-// As load_decode_queries: every load is issued before any store.
-template <typename T>
-__device__ inline void load_decode_queries_t(const AttentionParams& p, int64_t h0, int64_t b, int rows,
-                                             uint16_t* q_t) {
-  const T* q = static_cast<const T*>(p.q);
-  const int E = static_cast<int>(p.E), pitch = decode_q_pitch(p.E);
-  const int tid = static_cast<int>(threadIdx.x);
-  const auto row_offset = [&](int r) {
-    const int64_t h = h0 + r / p.L, i = r % p.L;
-    return b * p.q_strides[0] + h * p.q_strides[1] + i * p.q_strides[2];
-  };
-  const bool vectors = p.q_strides[3] == 1 && p.q_strides[0] % 8 == 0 && p.q_strides[1] % 8 == 0 &&
-                       p.q_strides[2] % 8 == 0 && reinterpret_cast<uintptr_t>(q) % 16 == 0;
-  if (vectors) {
-    constexpr int kQVecsPerThread = kDecodeRows * static_cast<int>(kMaxAttentionHeadDim) / 8 / kDecodeThreads;
-    const int per_row = E / 8;
-    uint4 raw[kQVecsPerThread];
-#pragma unroll
-    for (int t = 0; t < kQVecsPerThread; ++t) {
-      const int idx = tid + t * kDecodeThreads, r = idx / per_row;
-      raw[t] = make_uint4(0u, 0u, 0u, 0u);
-      if (r < rows) raw[t] = *reinterpret_cast<const uint4*>(q + row_offset(r) + (idx % per_row) * 8);
-    }
-#pragma unroll
-    for (int t = 0; t < kQVecsPerThread; ++t) {
-      const int idx = tid + t * kDecodeThreads;
-      if (idx >= kDecodeRows * per_row) break;
-      *reinterpret_cast<uint4*>(q_t + (idx / per_row) * pitch + (idx % per_row) * 8) = raw[t];
-    }
-    return;
-  }
-  constexpr int kBatch = 8;
-  for (int base = 0; base < kDecodeRows * E; base += kBatch * kDecodeThreads) {
-    T x[kBatch];
-#pragma unroll
-    for (int t = 0; t < kBatch; ++t) {
-      const int idx = base + tid + t * kDecodeThreads, r = idx / E;
-      x[t] = r < rows ? q[row_offset(r) + (idx % E) * p.q_strides[3]] : T(0.0f);
-    }
-#pragma unroll
-    for (int t = 0; t < kBatch; ++t) {
-      const int idx = base + tid + t * kDecodeThreads;
-      if (idx < kDecodeRows * E) reinterpret_cast<T*>(q_t)[(idx / E) * pitch + idx % E] = x[t];
-    }
-  }
 }
 
 // S = Q K^T for the tile's keys n0 .. n0 + n - 1 (k_s: [kDecodeTile][ks],
@@ -801,9 +777,9 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
   const bool mma_scores = decode_scores_on_tensor_cores(p.E);
   uint16_t* q_t = reinterpret_cast<uint16_t*>(q_s);
   if (mma_scores)
-    load_decode_queries_t<T>(p, hk * group, b, rows, q_t);
+    load_decode_queries<T>(p, hk * group, b, rows, DecodeRowsAsT<T>{q_t, decode_q_pitch(p.E)});
   else
-    load_decode_queries<T>(p, hk * group, b, rows, q_s);
+    load_decode_queries<T>(p, hk * group, b, rows, DecodeRowsAsFloat<T>{q_s, E});
 
   // This chunk's keys; upper-left causal rows see no key at or past L.
   const int64_t kv_end = p.causal && p.L < p.S ? p.L : p.S;
