@@ -235,6 +235,8 @@ def test_cuda_options_triton_only_and_multi_arch():
     with_autotune = CudaBackend().aoti_compile_options({"autotune_at_compile_time": "ON"})
     ab.validate_inductor_options(with_autotune)
     assert with_autotune["triton.autotune_at_compile_time"] is True
+    assert opts["combo_kernels"] is True
+    assert CudaBackend().aoti_compile_options({"combo_kernels": "off"})["combo_kernels"] is False
 
 
 def test_spec_bool_rejects_garbage():
