@@ -12,6 +12,7 @@ here, is in aoti_backend):
                                        Inductor's Triton conv template covers only plain 2-d
   emit_multi_arch_kernel bool, default True - fatbin for every arch in TORCH_CUDA_ARCH_LIST
   emulate_precision_casts bool, default True
+  combo_kernels  bool, default True  - Inductor's horizontal fusion (COMBO_KERNELS below)
   autotune_at_compile_time bool      - forwarded to triton.autotune_at_compile_time if given
   sdpa           "decompose" (default) - scaled_dot_product_attention becomes matmuls and a
                                        softmax that Inductor fuses into its own Triton kernels
