@@ -17,7 +17,7 @@ from kiln.exporter import aoti_backend as ab
 from kiln.exporter import elf_imports
 from kiln.exporter.aoti_backend import UnsupportedKernelsError, check_shim_imports
 from kiln.exporter.cpu_backend import CpuBackend, baked_omp_threads, compile_command_from_source
-from kiln.exporter.compile_specs import spec_bool
+from kiln.exporter.compile_specs import UnreadCompileSpecWarning, spec_bool, warn_unread_specs
 from kiln.exporter.cuda_backend import CudaBackend
 from kiln.exporter.metal_backend import MetalBackend
 from kiln.exporter.progress import Progress
@@ -237,6 +237,36 @@ def test_cuda_options_triton_only_and_multi_arch():
     assert with_autotune["triton.autotune_at_compile_time"] is True
     assert opts["combo_kernels"] is True
     assert CudaBackend().aoti_compile_options({"combo_kernels": "off"})["combo_kernels"] is False
+
+
+def test_unread_specs_warn_with_the_closest_known_key():
+    known = CudaBackend.COMPILE_SPECS
+    with pytest.warns(UnreadCompileSpecWarning, match="'combo_kernel'.*did you mean 'combo_kernels'"):
+        assert warn_unread_specs({"combo_kernel": "off", "triton_only": True}, known, "cuda") == ["combo_kernel"]
+    with pytest.warns(UnreadCompileSpecWarning, match="it reads: fuse_projections"):
+        warn_unread_specs({"zzz": 1}, CpuBackend.COMPILE_SPECS, "cpu")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert warn_unread_specs({k: "1" for k in known}, known, "cuda") == []
+
+
+def test_every_spec_a_backend_reads_is_declared():
+    """A spec read in a backend's source but missing from its COMPILE_SPECS would warn
+    as unread while it works: keep the two in step."""
+    import inspect
+
+    from kiln.exporter import cuda_backend, metal_backend
+
+    pattern = re.compile(r"""(?:spec_bool\(compile_specs,\s*|compile_specs\.get\(|compile_specs\[|in compile_specs\b)""")
+    key = re.compile(r"""spec_bool\(compile_specs,\s*"(\w+)"|compile_specs\.get\("(\w+)"|compile_specs\["(\w+)"\]|"(\w+)" in compile_specs""")
+    for module, backend in ((ab, ab.AotiBackend), (cuda_backend, CudaBackend), (metal_backend, MetalBackend)):
+        source = inspect.getsource(module)
+        assert pattern.search(source), module.__name__
+        read = {next(g for g in m.groups() if g) for m in key.finditer(source)}
+        assert read, module.__name__
+        assert read <= backend.COMPILE_SPECS, (module.__name__, read - backend.COMPILE_SPECS)
 
 
 def test_spec_bool_rejects_garbage():

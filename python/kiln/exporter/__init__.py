@@ -2,10 +2,12 @@
 
 Public API: :func:`export`, the backends (:class:`CpuBackend`, :class:`CudaBackend`,
 :class:`MetalBackend`, base :class:`AotiBackend`), :class:`CompiledMethod`,
-:class:`KilnProgram` and :class:`UnsupportedKernelsError`.
+:class:`KilnProgram`, :class:`UnsupportedKernelsError` and
+:class:`UnreadCompileSpecWarning` (a compile spec the backend does not read).
 """
 
 from kiln.exporter.aoti_backend import AotiBackend, CompiledMethod, UnsupportedKernelsError
+from kiln.exporter.compile_specs import UnreadCompileSpecWarning
 from kiln.exporter.cpu_backend import CpuBackend
 from kiln.exporter.cuda_backend import CudaBackend
 from kiln.exporter.export import KilnProgram, backend_for, export
@@ -18,6 +20,7 @@ __all__ = [
     "CudaBackend",
     "KilnProgram",
     "MetalBackend",
+    "UnreadCompileSpecWarning",
     "UnsupportedKernelsError",
     "backend_for",
     "export",

@@ -203,6 +203,10 @@ class AotiBackend:
     #: decode step measured no faster fused (53-63 ms a step either way, 1 thread).
     FUSE_PROJECTIONS = False
 
+    #: The compile specs this backend reads; kiln.export warns about any other key
+    #: (UnreadCompileSpecWarning). Subclasses add theirs.
+    COMPILE_SPECS: frozenset[str] = frozenset({"fuse_projections"})
+
     def __init__(
         self,
         supported_shims: Iterable[str] | None = None,

@@ -47,6 +47,10 @@ class CudaBackend(AotiBackend):
     #: small kernels launch as one). Gemma3 decode on an H100: 133 -> 93 Triton kernels,
     #: 3.5 % faster with CUDA graphs and 5-9 % without (docs/benchmarks.md, eighth session).
     COMBO_KERNELS = True
+    COMPILE_SPECS = AotiBackend.COMPILE_SPECS | {
+        "max_autotune", "triton_only", "emit_multi_arch_kernel", "emulate_precision_casts", "combo_kernels",
+        "autotune_at_compile_time", "sdpa",
+    }
 
     def _require_cuda(self) -> None:
         import torch

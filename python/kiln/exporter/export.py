@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kiln.exporter.aoti_backend import AotiBackend, CompiledMethod
+from kiln.exporter.compile_specs import warn_unread_specs
 from kiln.exporter.cpu_backend import CpuBackend
 from kiln.exporter.cuda_backend import CudaBackend
 from kiln.exporter.metal_backend import MetalBackend
@@ -111,6 +112,7 @@ def export(
     progress = Progress(verbose=verbose)
     be = backend_for(backend, progress)
     specs = dict(compile_specs or {})
+    warn_unread_specs(specs, be.COMPILE_SPECS, be.device_name())
     program = Program(metadata=program_metadata(metadata))
     result = KilnProgram(program=program, has_external_data=external_weights, progress=progress)
 

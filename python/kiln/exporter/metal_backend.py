@@ -25,6 +25,7 @@ __all__ = ["MetalBackend"]
 
 class MetalBackend(AotiBackend):
     DEVICE = "mps"
+    COMPILE_SPECS = AotiBackend.COMPILE_SPECS | {"codesign_identity"}
 
     def aoti_compile_options(self, compile_specs: dict[str, Any]) -> dict[str, Any]:
         opts = super().aoti_compile_options(compile_specs)
