@@ -203,6 +203,12 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, A
 /// out[b] = self[b] @ mat2[b] (3-D).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                        AtenTensorHandle mat2);
+/// Kiln's fused op kiln::rms_norm_linear (python/kiln/exporter/kiln_ops.py):
+/// *ret0 = linear(rms_norm(x) * (norm_weight + weight_offset), weight), the norm in
+/// float32 and rounded to x's dtype; x [..., K], norm_weight [K], weight [N, K].
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_rms_norm_linear(AtenTensorHandle x, AtenTensorHandle norm_weight,
+                                                               AtenTensorHandle weight, double eps,
+                                                               double weight_offset, AtenTensorHandle* ret0);
 /// aten::convolution (1-3 spatial dims, batched input); bias may be null; *ret0 is a new reference.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_convolution(
     AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,

@@ -287,6 +287,72 @@ TEST(CpuBmm, BatchesAndTransposedOperands) {
   }
 }
 
+// ---------------------------------------------------------------- rms_norm_linear
+
+// linear(rms_norm(x) * (g + offset), w) in double, with the normalised row
+// rounded to bfloat16 first when `bf16` (as the unfused graph does).
+std::vector<double> ref_rms_norm_linear(const std::vector<float>& x, const std::vector<float>& g,
+                                        const std::vector<float>& w, int64_t rows, int64_t k, int64_t n, double eps,
+                                        double offset, bool bf16) {
+  std::vector<double> out(static_cast<size_t>(rows * n));
+  std::vector<float> normed(static_cast<size_t>(k));
+  for (int64_t r = 0; r < rows; ++r) {
+    double ss = 0;
+    for (int64_t i = 0; i < k; ++i) ss += double(x[r * k + i]) * x[r * k + i];
+    const double inv = 1.0 / std::sqrt(ss / k + eps);
+    for (int64_t i = 0; i < k; ++i) {
+      const auto v = static_cast<float>(x[r * k + i] * inv * (g[i] + offset));
+      normed[i] = bf16 ? kiln::cpu::bf16_to_float(kiln::cpu::float_to_bf16(v)) : v;
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t i = 0; i < k; ++i) acc += double(normed[i]) * w[j * k + i];
+      out[r * n + j] = acc;
+    }
+  }
+  return out;
+}
+
+// Kiln's fused op (norm_linear_ops.cpp): 3-d x, a transposed-layout weight,
+// Gemma's unit offset and none, float32 and bfloat16.
+TEST(CpuRmsNormLinear, MatchesReference) {
+  const int64_t b = 2, t = 3, k = 40, n = 24;
+  for (const int32_t dtype : {kF32, kBF16}) {
+    for (const double offset : {0.0, 1.0}) {
+      auto xv = random_values(b * t * k, 1), gv = random_values(k, 2), wv = random_values(n * k, 3);
+      Handle x, g, w;
+      make(x, xv, {b, t, k}, contiguous({b, t, k}), dtype);
+      make(g, gv, {k}, {1}, dtype);
+      make(w, wv, {n, k}, {1, n}, dtype);  // column-major [n, k]: read through its strides
+      Handle out;
+      ASSERT_EQ(aoti_torch_cpu_rms_norm_linear(x, g, w, 1e-6, offset, out.out()), 0) << kiln::last_error_message();
+      int64_t* sizes = nullptr;
+      ASSERT_EQ(aoti_torch_get_sizes(out, &sizes), 0);
+      EXPECT_EQ(std::vector<int64_t>(sizes, sizes + 3), (std::vector<int64_t>{b, t, n}));
+      std::string what = "rms_norm_linear dtype ";
+      what += std::to_string(dtype);
+      expect_close(read(out), ref_rms_norm_linear(xv, gv, wv, b * t, k, n, 1e-6, offset, dtype == kBF16),
+                   dtype == kBF16 ? 2e-2 : 1e-5, what);
+    }
+  }
+}
+
+TEST(CpuRmsNormLinear, BadArgumentsFail) {
+  auto v = random_values(64, 1);
+  Handle x, g, w, x64, out;
+  make(x, v, {2, 8}, {8, 1}, kF32);
+  make(g, v, {7}, {1}, kF32);
+  make(w, v, {4, 8}, {8, 1}, kF32);
+  EXPECT_EQ(aoti_torch_cpu_rms_norm_linear(x, g, w, 1e-6, 0.0, out.out()), 1);
+  EXPECT_NE(kiln::last_error_message().find("the last dim of x (8) must match norm_weight"), std::string::npos)
+      << kiln::last_error_message();
+  make(x64, v, {2, 8}, {8, 1}, kF64);
+  EXPECT_EQ(aoti_torch_cpu_rms_norm_linear(x64, g, w, 1e-6, 0.0, out.out()), 1);
+  EXPECT_NE(kiln::last_error_message().find("dtype float64 is not supported"), std::string::npos)
+      << kiln::last_error_message();
+  EXPECT_EQ(aoti_torch_cpu_rms_norm_linear(x, g, w, 1e-6, 0.0, nullptr), 1);
+}
+
 TEST(CpuMm, BadArgumentsFail) {
   auto v = random_values(12, 1);
   Handle a, b, out, out_bf;
@@ -849,7 +915,12 @@ TEST(CpuAttention, SameResultWithAnyThreadCount) {
   // (its GEMMs are then split instead, see CpuGemm below).
   for (const Case& c : {Case{2, 3, 3, 33, 33, 16, true}, Case{1, 5, 1, 20, 47, 8, false},
                         Case{1, 1, 1, 128, 128, 64, true}}) {
-    const std::string name = "B" + std::to_string(c.B) + " H" + std::to_string(c.H) + " L" + std::to_string(c.L);
+    std::string name = "B";  // appended step by step: GCC 12 flags a long + chain (-Wrestrict, false positive)
+    name += std::to_string(c.B);
+    name += " H";
+    name += std::to_string(c.H);
+    name += " L";
+    name += std::to_string(c.L);
     std::vector<double> want, want_lse;
     const auto [one, one_lse] = sdpa_outputs(c.B, c.H, c.Hkv, c.L, c.S, c.E, c.causal, &want, &want_lse);
     expect_close(one, want, 1e-5, name + " output, 1 thread");
