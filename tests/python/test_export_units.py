@@ -243,7 +243,7 @@ def test_unread_specs_warn_with_the_closest_known_key():
     known = CudaBackend.COMPILE_SPECS
     with pytest.warns(UnreadCompileSpecWarning, match="'combo_kernel'.*did you mean 'combo_kernels'"):
         assert warn_unread_specs({"combo_kernel": "off", "triton_only": True}, known, "cuda") == ["combo_kernel"]
-    with pytest.warns(UnreadCompileSpecWarning, match="it reads: fuse_projections"):
+    with pytest.warns(UnreadCompileSpecWarning, match="it reads: fuse_norm_linear, fuse_projections"):
         warn_unread_specs({"zzz": 1}, CpuBackend.COMPILE_SPECS, "cpu")
     import warnings
 

@@ -29,6 +29,7 @@ from kiln.exporter.constants_table import METADATA_KEY as CONSTANTS_METADATA_KEY
 from kiln.exporter.constants_table import encode_constants_table, parse_constants_info
 from kiln.exporter.elf_imports import read_elf_imports
 from kiln.exporter.progress import Progress
+from kiln.exporter.norm_linear_fusion import fuse_norm_linear
 from kiln.exporter.projection_fusion import fuse_projections
 
 __all__ = [
@@ -164,6 +165,13 @@ def check_shim_imports(
     return shim_imports
 
 
+def _json_keys(value: Any) -> Any:
+    """``value`` with every dict key a string (custom_ops_to_c_shims is keyed by ops)."""
+    if isinstance(value, dict):
+        return {str(k): _json_keys(v) for k, v in value.items()}
+    return value
+
+
 def validate_inductor_options(options: dict[str, Any]) -> None:
     """Raises KeyError naming any option key absent from this torch's torch._inductor.config.
 
@@ -205,7 +213,7 @@ class AotiBackend:
 
     #: The compile specs this backend reads; kiln.export warns about any other key
     #: (UnreadCompileSpecWarning). Subclasses add theirs.
-    COMPILE_SPECS: frozenset[str] = frozenset({"fuse_projections"})
+    COMPILE_SPECS: frozenset[str] = frozenset({"fuse_projections", "fuse_norm_linear"})
 
     def __init__(
         self,
@@ -244,17 +252,45 @@ class AotiBackend:
             "aot_inductor.package_constants_on_disk_format": "binary_blob",
             "aot_inductor.package": True,
             "aot_inductor.embed_kernel_binary": True,
+            **self._kiln_op_options(compile_specs),
         }
+
+    def _kiln_op_options(self, compile_specs: dict[str, Any]) -> dict[str, Any]:
+        """Lets the library call Kiln's fused ops as C shims (kiln_ops.py) when a pass may
+        have put them into the graph."""
+        if not spec_bool(compile_specs, "fuse_norm_linear", False):
+            return {}
+        from kiln.exporter.kiln_ops import c_shims  # imports torch
+
+        return {"aot_inductor.custom_ops_to_c_shims": c_shims(self.device_name())}
 
     def custom_passes(self, compile_specs: dict[str, Any]) -> list[Callable]:
         """Callables ExportedProgram -> ExportedProgram (or None to keep it), run in order.
 
         Projections that read one input (q/k/v, gate/up) become one wider projection
         (projection_fusion.py) when compile spec ``fuse_projections`` is on; the default
-        is the backend's FUSE_PROJECTIONS."""
-        if not spec_bool(compile_specs, "fuse_projections", self.FUSE_PROJECTIONS):
-            return []
-        return [lambda ep: fuse_projections(ep, log=self.progress.note)]
+        is the backend's FUSE_PROJECTIONS. With ``fuse_norm_linear`` (default off), an
+        RMSNorm and the linear after it become Kiln's fused op (norm_linear_fusion.py)."""
+        passes = []
+        if spec_bool(compile_specs, "fuse_projections", self.FUSE_PROJECTIONS):
+            passes.append(lambda ep: fuse_projections(ep, log=self.progress.note))
+        if spec_bool(compile_specs, "fuse_norm_linear", False):
+            # After projection fusion, which leaves one projection per norm.
+            self._require_kiln_op("fuse_norm_linear", "rms_norm_linear")
+            passes.append(lambda ep: fuse_norm_linear(ep, log=self.progress.note))
+        return passes
+
+    def _require_kiln_op(self, spec: str, op_name: str) -> None:
+        """Raises ValueError unless Kiln's runtime implements Kiln op ``op_name`` on this
+        backend's device (the library would otherwise call a shim the runtime lacks)."""
+        from kiln.exporter.kiln_ops import c_shim_name  # imports torch
+
+        shim = c_shim_name(op_name, self.device_name())
+        if shim not in self.supported_fallback_kernels():
+            raise ValueError(
+                f"compile spec {spec!r}: Kiln's runtime does not implement {shim} yet, so the "
+                f"{self.device_name()} backend cannot use the fused op kiln::{op_name}; leave {spec} off"
+            )
 
     def extra_compile_context(self, compile_specs: dict[str, Any]) -> ContextManager:
         return contextlib.nullcontext()
@@ -330,7 +366,8 @@ class AotiBackend:
                 "device": device,
                 "torch_version": torch.__version__,
                 "aoti_options": json.dumps(
-                    {k: v for k, v in options.items() if k != "aot_inductor.output_path"}, sort_keys=True, default=str
+                    _json_keys({k: v for k, v in options.items() if k != "aot_inductor.output_path"}),
+                    sort_keys=True, default=str,
                 ),
                 "shim_imports": ",".join(shim_imports),
             }
