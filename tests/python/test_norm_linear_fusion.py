@@ -130,3 +130,37 @@ def test_a_device_without_the_shim_refuses_the_spec():
     with pytest.raises(ValueError, match="aoti_torch_cuda_rms_norm_linear"):
         CudaBackend().custom_passes({"fuse_norm_linear": "on"})
     assert CudaBackend().custom_passes({}) != []  # projection fusion alone is unaffected
+
+
+class QkvAfterNorm(nn.Module):
+    """Three projections of one norm: projection fusion makes them one, which the norm
+    then fuses with (the combination a CUDA decode layer would use)."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = GemmaRMSNorm(D)
+        self.q, self.k, self.v = (nn.Linear(D, n, bias=False) for n in (32, 8, 8))
+
+    def forward(self, x):
+        h = self.norm(x)
+        return self.q(h) * 2, self.k(h) + 1, self.v(h) - 1  # no projection may be a graph output
+
+
+def test_after_projection_fusion_the_fused_projection_takes_the_norm(tmp_path):
+    torch.manual_seed(4)
+    model = QkvAfterNorm().eval()
+    ep = export_block(model)
+    assert fused_ops(fuse_norm_linear(ep)) == 0  # three readers: the norm has to run anyway
+    program = kiln.export(ep, backend="cpu", compile_specs={"fuse_projections": "on", "fuse_norm_linear": "on"},
+                          verbose=False)
+    assert "aoti_torch_cpu_rms_norm_linear" in dict(program.methods["forward"].metadata)["shim_imports"]
+    path = tmp_path / "qkv.kiln"
+    program.save(str(path))
+    module = Module(str(path))
+    module.load({})
+    x = torch.randn(2, 6, D)
+    outs = module.execute("forward", [x.numpy()])
+    with torch.no_grad():
+        for got, want in zip(outs, model(x)):
+            np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+    module.close()
