@@ -7,6 +7,7 @@
 
 #include "devices/cpu/ops/float_io.h"
 #include "devices/cpu/ops/gemm.h"
+#include "devices/cpu/ops/matmul.h"
 #include "devices/cpu/ops/op_args.h"
 
 using namespace kiln;
@@ -43,10 +44,10 @@ Result<Tensor> broadcast_to(const Tensor& self, const Tensor& out) {
   return Tensor(self.storage(), self.dtype(), out.sizes(), strides, self.storage_offset());
 }
 
-// out = beta * init + alpha * (a @ b) over `batches` matrices (batch_dims 0 or 1).
-// `init` (already broadcast to out's shape) is read only when beta != 0.
-Error matmul(const Tensor& out, const Tensor* init, const Tensor& a, const Tensor& b, double beta, double alpha,
-             int64_t batch_dims) {
+}  // namespace
+
+Error kiln::cpu::matmul(const Tensor& out, const Tensor* init, const Tensor& a, const Tensor& b, double beta,
+                        double alpha, int64_t batch_dims) {
   const int64_t batches = batch_dims ? out.size(0) : 1;
   const DType dt = out.dtype();
   if (dt == DType::Float32 || dt == DType::Float64) {
@@ -81,6 +82,8 @@ Error matmul(const Tensor& out, const Tensor* init, const Tensor& a, const Tenso
   }
   return set_error(Error::NotSupported, std::string("dtype ") + dtype_name(dt) + " is not supported");
 }
+
+namespace {
 
 struct Operands {
   Tensor* out;

@@ -3,13 +3,13 @@
 // norm_linear_fusion.py puts where an RMSNorm feeds a bias-free linear. On the
 // CPU it is the reference for the devices that fuse the two for speed; it
 // computes what the unfused graph does: the norm in float32, its result
-// rounded to x's dtype, then the product (float32 accumulation, rounded once).
+// rounded to x's dtype, then the product through the mm fallbacks' matmul.
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "devices/cpu/ops/float_io.h"
-#include "devices/cpu/ops/gemm.h"
+#include "devices/cpu/ops/matmul.h"
 #include "devices/cpu/ops/op_args.h"
 
 using namespace kiln;
@@ -77,23 +77,16 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_rms_norm_linear(AtenTensorHandle 
     if (out.numel() > 0) {
       std::vector<float> y;
       normalise(a, eps, weight_offset, y);
-      const bool narrow = a.x->dtype() != DType::Float32;
-      if (narrow) {
-        // The unfused graph rounds the norm's result to x's dtype before the product.
-        KILN_ASSIGN_OR_RETURN(Tensor rounded, Tensor::empty_strided(a.x->sizes(), contiguous_strides(a.x->sizes()),
-                                                                    a.x->dtype(), Device{}));
-        store_floats(y.data(), rounded);
-        load_floats(rounded, y.data());
-      }
-      std::vector<float> w_scratch, out_scratch;
-      const float* wf = narrow ? contiguous_floats(*a.weight, w_scratch) : a.weight->data<const float>();
-      const int64_t w_row = narrow ? a.k : a.weight->stride(0), w_col = narrow ? 1 : a.weight->stride(1);
-      float* of = narrow ? (out_scratch.resize(static_cast<size_t>(out.numel())), out_scratch.data())
-                         : out.data<float>();
-      // out [rows, n] = y [rows, k] @ weight^T [k, n]
-      KILN_RETURN_IF_ERROR(gemm<float>({y.data(), a.rows, a.k, a.k, 1}, {wf, a.k, a.n, w_col, w_row},
-                                       {of, a.rows, a.n, a.n, 1}, 1.0f, 0.0f));
-      if (narrow) store_floats(of, out);
+      // The unfused graph rounds the norm's result to x's dtype before the product.
+      const std::vector<int64_t> rows_k = {a.rows, a.k};
+      KILN_ASSIGN_OR_RETURN(Tensor normed,
+                            Tensor::empty_strided(rows_k, contiguous_strides(rows_k), a.x->dtype(), Device{}));
+      store_floats(y.data(), normed);
+      // out [rows, n] = normed [rows, k] @ weight^T [k, n], as views of out and weight.
+      const Tensor out_rows(out.storage(), out.dtype(), {a.rows, a.n}, {a.n, 1}, out.storage_offset());
+      const Tensor weight_t(a.weight->storage(), a.weight->dtype(), {a.k, a.n},
+                            {a.weight->stride(1), a.weight->stride(0)}, a.weight->storage_offset());
+      KILN_RETURN_IF_ERROR(matmul(out_rows, nullptr, normed, weight_t, 0.0, 1.0, 0));
     }
     AtenTensorHandle h = new_handle(std::move(out));
     if (h == nullptr) return set_error(Error::OutOfMemory, "out of host memory for a tensor handle");
