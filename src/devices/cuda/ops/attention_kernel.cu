@@ -707,6 +707,22 @@ __device__ inline bool decode_scores_on_tensor_cores(int64_t E) {
 #endif
 }
 
+// The finished score of query row r (of the hk group's rows) against the
+// tile's key c (of n valid ones; key n0 + c of the sequence): the dot product scaled, plus the
+// bias, or -inf past the tile's keys and above the causal diagonal. Shared by
+// the tensor-core and scalar score paths so they cannot drift apart.
+__device__ inline float decode_score(const AttentionParams& p, float dot, int r, int c, int n, int64_t n0,
+                                     int64_t hk, int64_t group, int64_t b) {
+  const int64_t key = n0 + c;
+  const int64_t h = hk * group + r / p.L, i = r % p.L;
+  if (c >= n || (p.causal && key > i)) return -CUDART_INF_F;
+  float x = dot * p.scale;
+  if (p.bias != nullptr)
+    x += load_bias(p.bias, p.bias_dtype,
+                   b * p.bias_strides[0] + h * p.bias_strides[1] + i * p.bias_strides[2] + key * p.bias_strides[3]);
+  return x;
+}
+
 // S = Q K^T for the tile's keys n0 .. n0 + n - 1 (k_s: [kDecodeTile][ks],
 // keys past n zero-filled), scaled, biased and masked as the scalar path
 // does, into p_s[row][key] for rows < `rows`. Warp w owns keys 8w .. 8w + 7;
@@ -738,16 +754,7 @@ __device__ inline void decode_scores_mma(const AttentionParams& p, const uint16_
     const int r = g + (e < 2 ? 0 : 8);               // c0, c1: row g; c2, c3: row g + 8
     const int c = warp * 8 + 2 * t + (e & 1);        // key of the tile
     if (r >= rows) continue;
-    const int64_t key = n0 + c;
-    const int64_t h = hk * group + r / p.L, i = r % p.L;
-    float x = -CUDART_INF_F;
-    if (c < n && !(p.causal && key > i)) {
-      x = s[e] * p.scale;
-      if (p.bias != nullptr)
-        x += load_bias(p.bias, p.bias_dtype,
-                       b * p.bias_strides[0] + h * p.bias_strides[1] + i * p.bias_strides[2] + key * p.bias_strides[3]);
-    }
-    p_s[r * kDecodeTile + c] = x;
+    p_s[r * kDecodeTile + c] = decode_score(p, s[e], r, c, n, n0, hk, group, b);
   }
 #else
   // decode_scores_on_tensor_cores is false for this architecture.
@@ -843,21 +850,11 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
           }
         }
       }
-      const int64_t key = n0 + sj;
 #pragma unroll
       for (int u = 0; u < kScoreRowsPerThread; ++u) {
         const int r = sr0 + kScoreRowGroups * u;
         if (r >= rows) continue;
-        const int64_t h = hk * group + r / p.L, i = r % p.L;
-        float s = -CUDART_INF_F;
-        if (sj < n && !(p.causal && key > i)) {
-          s = dot[u] * p.scale;
-          if (p.bias != nullptr)
-            s += load_bias(p.bias, p.bias_dtype,
-                           b * p.bias_strides[0] + h * p.bias_strides[1] + i * p.bias_strides[2] +
-                               key * p.bias_strides[3]);
-        }
-        p_s[r * kDecodeTile + sj] = s;
+        p_s[r * kDecodeTile + sj] = decode_score(p, dot[u], r, sj, n, n0, hk, group, b);
       }
     }
     __syncthreads();  // every score of the tile is in p_s
