@@ -35,6 +35,12 @@ Error load(CudnnApi& api) {
   KILN_RETURN_IF_ERROR(resolve(lib, api.bwd_data_algos, "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
   KILN_RETURN_IF_ERROR(resolve(lib, api.bwd_data, "cudnnConvolutionBackwardData"));
   KILN_RETURN_IF_ERROR(resolve(lib, api.add_tensor, "cudnnAddTensor"));
+  KILN_RETURN_IF_ERROR(resolve(lib, api.backend_create, "cudnnBackendCreateDescriptor"));
+  KILN_RETURN_IF_ERROR(resolve(lib, api.backend_destroy, "cudnnBackendDestroyDescriptor"));
+  KILN_RETURN_IF_ERROR(resolve(lib, api.backend_set, "cudnnBackendSetAttribute"));
+  KILN_RETURN_IF_ERROR(resolve(lib, api.backend_get, "cudnnBackendGetAttribute"));
+  KILN_RETURN_IF_ERROR(resolve(lib, api.backend_finalize, "cudnnBackendFinalize"));
+  KILN_RETURN_IF_ERROR(resolve(lib, api.backend_execute, "cudnnBackendExecute"));
   return Error::Ok;
 }
 

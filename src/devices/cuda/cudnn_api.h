@@ -1,4 +1,5 @@
-// The cuDNN functions Kiln calls (the legacy convolution API of cuDNN 9),
+// The cuDNN functions Kiln calls (cuDNN 9's backend API, and its legacy
+// convolution API as the fallback),
 // resolved lazily from libcudnn.so.9 (or $KILN_CUDNN_LIBRARY) on the first
 // convolution. cudnn.h supplies types only; nothing links against cuDNN.
 #pragma once
@@ -29,6 +30,13 @@ struct CudnnApi {
   decltype(&cudnnGetConvolutionBackwardDataAlgorithm_v7) bwd_data_algos = nullptr;
   decltype(&cudnnConvolutionBackwardData) bwd_data = nullptr;
   decltype(&cudnnAddTensor) add_tensor = nullptr;
+  // Backend (graph) API: convolutions with cached execution plans.
+  decltype(&cudnnBackendCreateDescriptor) backend_create = nullptr;
+  decltype(&cudnnBackendDestroyDescriptor) backend_destroy = nullptr;
+  decltype(&cudnnBackendSetAttribute) backend_set = nullptr;
+  decltype(&cudnnBackendGetAttribute) backend_get = nullptr;
+  decltype(&cudnnBackendFinalize) backend_finalize = nullptr;
+  decltype(&cudnnBackendExecute) backend_execute = nullptr;
 };
 
 /// The loaded table (loads cuDNN on first call; thread-safe).

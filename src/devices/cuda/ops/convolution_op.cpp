@@ -13,6 +13,9 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <strings.h>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -24,6 +27,7 @@
 #include "devices/cuda/cuda_thread_state.h"
 #include "devices/cuda/cudnn_api.h"
 #include "devices/cuda/ops/bias_kernel.h"
+#include "devices/cuda/ops/cudnn_conv_plan.h"
 #include "devices/cuda/tensor_ref.h"
 
 using namespace kiln;
@@ -156,6 +160,17 @@ class AlgoCache {
   std::mutex mutex_;
   std::unordered_map<std::string, AlgoChoice> map_;
 };
+
+// KILN_CUDNN_PLANS=0/false/off/no keeps every convolution on cuDNN's legacy
+// API (to compare the two). Read once.
+bool cudnn_plans_enabled() {
+  static const bool enabled = [] {
+    const char* v = std::getenv("KILN_CUDNN_PLANS");
+    return v == nullptr || !(std::strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 ||
+                             strcasecmp(v, "off") == 0 || strcasecmp(v, "no") == 0);
+  }();
+  return enabled;
+}
 
 AlgoCache& algo_cache() {
   static AlgoCache* cache = new AlgoCache();  // never destroyed: used until exit
@@ -298,34 +313,8 @@ Error convolution(const TensorRef& input, const TensorRef& weight, const TensorR
 
     KILN_ASSIGN_OR_RETURN(const CudnnApi* api, cudnn());
     KILN_ASSIGN_OR_RETURN(cudnnHandle_t handle, cudnn_handle(*api, device));
-    KILN_RETURN_IF_ERROR(cudnn_status(*api, api->set_stream(handle, stream), "cudnnSetStream"));
-    ConvResources r;
-    r.api = api;
-    KILN_RETURN_IF_ERROR(cudnn_status(*api, api->tensor_create(&r.x), "cudnnCreateTensorDescriptor"));
-    KILN_RETURN_IF_ERROR(cudnn_status(*api, api->tensor_create(&r.y), "cudnnCreateTensorDescriptor"));
-    KILN_RETURN_IF_ERROR(cudnn_status(*api, api->filter_create(&r.w), "cudnnCreateFilterDescriptor"));
-    KILN_RETURN_IF_ERROR(cudnn_status(*api, api->conv_create(&r.conv), "cudnnCreateConvolutionDescriptor"));
-    KILN_RETURN_IF_ERROR(set_tensor(*api, r.x, type, x_sizes, xs_dense, "input"));
-    KILN_RETURN_IF_ERROR(set_tensor(*api, r.y, type, y_sizes, y_strides, "output"));
-    KILN_ASSIGN_OR_RETURN(std::vector<int> wdims, to_int(w_sizes, "weight"));
-    KILN_RETURN_IF_ERROR(cudnn_status(*api,
-                                      api->filter_set(r.w, type, channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
-                                                      static_cast<int>(wdims.size()), wdims.data()),
-                                      "cudnnSetFilterNdDescriptor"));
-    const cudnnDataType_t compute = input.dtype == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-    KILN_RETURN_IF_ERROR(cudnn_status(*api,
-                                      api->conv_set(r.conv, static_cast<int>(wrank - 2), pad.data(), st.data(),
-                                                    dil.data(), CUDNN_CROSS_CORRELATION, compute),
-                                      "cudnnSetConvolutionNdDescriptor"));
-    KILN_RETURN_IF_ERROR(cudnn_status(*api, api->conv_set_groups(r.conv, static_cast<int>(groups)),
-                                      "cudnnSetConvolutionGroupCount"));
     // float32 without TF32: FMA kernels only. Half types: tensor cores.
     const bool fp32_strict = input.dtype == DType::Float32 && !allow_tf32();
-    const cudnnMathType_t math = input.dtype == DType::Float32 ? (fp32_strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)
-                                 : input.dtype == DType::Float64 ? CUDNN_DEFAULT_MATH
-                                                                 : CUDNN_TENSOR_OP_MATH;
-    KILN_RETURN_IF_ERROR(cudnn_status(*api, api->conv_set_math(r.conv, math), "cudnnSetConvolutionMathType"));
-
     std::string key = std::to_string(device) + (transposed ? "T" : "F") + std::to_string(static_cast<int>(input.dtype)) +
                       (channels_last ? "L" : "C") + (fp32_strict ? "S" : "X") + std::to_string(groups) + ";";
     append(key, x_sizes);
@@ -335,67 +324,118 @@ Error convolution(const TensorRef& input, const TensorRef& weight, const TensorR
     append(key, st);
     append(key, dil);
 
-    const float one_f = 1.0f, zero_f = 0.0f;
-    const double one_d64 = 1.0, zero_d64 = 0.0;
-    const void* alpha = input.dtype == DType::Float64 ? static_cast<const void*>(&one_d64) : &one_f;
-    const void* beta = input.dtype == DType::Float64 ? static_cast<const void*>(&zero_d64) : &zero_f;
-    constexpr int kMaxAlgos = 16;
-    int returned = 0;
-    cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
     bool done = false;
-    // Runs one algorithm; true when cuDNN accepted it.
-    auto try_algo = [&](int algo, cudnnMathType_t algo_math, size_t workspace) -> Result<bool> {
-      if (workspace > kMaxWorkspace) return false;
-      // Strict float32 keeps the descriptor on FMA math whatever the heuristic
-      // suggests: the descriptor, not the perf entry, governs execution.
-      if (!fp32_strict && api->conv_set_math(r.conv, algo_math) != CUDNN_STATUS_SUCCESS) return false;
-      DeviceBuffer ws;
-      if (workspace > 0) {
-        KILN_ASSIGN_OR_RETURN(ws, DeviceBuffer::allocate(workspace, device, stream));
+    if (cudnn_plans_enabled()) {
+      ConvProblem prob;
+      prob.transposed = transposed;
+      prob.io_type = type;
+      prob.compute_type = input.dtype == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+      prob.fp32_strict = fp32_strict;
+      prob.x_sizes = x_sizes;
+      prob.x_strides = xs_dense;
+      prob.w_sizes = w_sizes;
+      prob.w_strides = dense_strides_in_order(w_sizes, order);
+      prob.y_sizes = y_sizes;
+      prob.y_strides = y_strides;
+      prob.pad.assign(pad.begin(), pad.end());
+      prob.stride.assign(st.begin(), st.end());
+      prob.dilation.assign(dil.begin(), dil.end());
+      const Error planned = run_planned_convolution(*api, handle, key, prob, ConvPointers{x_ptr, w_ptr, y.data},
+                                                    device, stream);
+      if (planned == Error::Ok)
+        done = true;
+      else if (planned != Error::NotSupported)
+        return planned;
+    }
+    if (!done) {  // cuDNN's legacy API
+      KILN_RETURN_IF_ERROR(cudnn_status(*api, api->set_stream(handle, stream), "cudnnSetStream"));
+      ConvResources r;
+      r.api = api;
+      KILN_RETURN_IF_ERROR(cudnn_status(*api, api->tensor_create(&r.x), "cudnnCreateTensorDescriptor"));
+      KILN_RETURN_IF_ERROR(cudnn_status(*api, api->tensor_create(&r.y), "cudnnCreateTensorDescriptor"));
+      KILN_RETURN_IF_ERROR(cudnn_status(*api, api->filter_create(&r.w), "cudnnCreateFilterDescriptor"));
+      KILN_RETURN_IF_ERROR(cudnn_status(*api, api->conv_create(&r.conv), "cudnnCreateConvolutionDescriptor"));
+      KILN_RETURN_IF_ERROR(set_tensor(*api, r.x, type, x_sizes, xs_dense, "input"));
+      KILN_RETURN_IF_ERROR(set_tensor(*api, r.y, type, y_sizes, y_strides, "output"));
+      KILN_ASSIGN_OR_RETURN(std::vector<int> wdims, to_int(w_sizes, "weight"));
+      KILN_RETURN_IF_ERROR(cudnn_status(*api,
+                                        api->filter_set(r.w, type, channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                                        static_cast<int>(wdims.size()), wdims.data()),
+                                        "cudnnSetFilterNdDescriptor"));
+      const cudnnDataType_t compute = input.dtype == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+      KILN_RETURN_IF_ERROR(cudnn_status(*api,
+                                        api->conv_set(r.conv, static_cast<int>(wrank - 2), pad.data(), st.data(),
+                                                      dil.data(), CUDNN_CROSS_CORRELATION, compute),
+                                        "cudnnSetConvolutionNdDescriptor"));
+      KILN_RETURN_IF_ERROR(cudnn_status(*api, api->conv_set_groups(r.conv, static_cast<int>(groups)),
+                                        "cudnnSetConvolutionGroupCount"));
+      const cudnnMathType_t math = input.dtype == DType::Float32 ? (fp32_strict ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH)
+                                   : input.dtype == DType::Float64 ? CUDNN_DEFAULT_MATH
+                                                                   : CUDNN_TENSOR_OP_MATH;
+      KILN_RETURN_IF_ERROR(cudnn_status(*api, api->conv_set_math(r.conv, math), "cudnnSetConvolutionMathType"));
+
+
+      const float one_f = 1.0f, zero_f = 0.0f;
+      const double one_d64 = 1.0, zero_d64 = 0.0;
+      const void* alpha = input.dtype == DType::Float64 ? static_cast<const void*>(&one_d64) : &one_f;
+      const void* beta = input.dtype == DType::Float64 ? static_cast<const void*>(&zero_d64) : &zero_f;
+      constexpr int kMaxAlgos = 16;
+      int returned = 0;
+      cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
+      // Runs one algorithm; true when cuDNN accepted it.
+      auto try_algo = [&](int algo, cudnnMathType_t algo_math, size_t workspace) -> Result<bool> {
+        if (workspace > kMaxWorkspace) return false;
+        // Strict float32 keeps the descriptor on FMA math whatever the heuristic
+        // suggests: the descriptor, not the perf entry, governs execution.
+        if (!fp32_strict && api->conv_set_math(r.conv, algo_math) != CUDNN_STATUS_SUCCESS) return false;
+        DeviceBuffer ws;
+        if (workspace > 0) {
+          KILN_ASSIGN_OR_RETURN(ws, DeviceBuffer::allocate(workspace, device, stream));
+        }
+        if (!transposed) {
+          last = api->fwd(handle, alpha, r.x, x_ptr, r.w, w_ptr, r.conv, static_cast<cudnnConvolutionFwdAlgo_t>(algo),
+                          ws.get(), workspace, beta, r.y, y.data);
+        } else {
+          last = api->bwd_data(handle, alpha, r.w, w_ptr, r.x, x_ptr, r.conv,
+                               static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws.get(), workspace, beta, r.y, y.data);
+        }
+        if (last == CUDNN_STATUS_SUCCESS) algo_cache().put(key, AlgoChoice{algo, algo_math, workspace});
+        return last == CUDNN_STATUS_SUCCESS;
+      };
+      AlgoChoice cached;
+      if (algo_cache().find(key, &cached)) {
+        KILN_ASSIGN_OR_RETURN(done, try_algo(cached.algo, cached.math, cached.workspace));
       }
-      if (!transposed) {
-        last = api->fwd(handle, alpha, r.x, x_ptr, r.w, w_ptr, r.conv, static_cast<cudnnConvolutionFwdAlgo_t>(algo),
-                        ws.get(), workspace, beta, r.y, y.data);
+      if (done) {
+        // cached algorithm ran
+      } else if (!transposed) {
+        std::array<cudnnConvolutionFwdAlgoPerf_t, kMaxAlgos> perf{};
+        KILN_RETURN_IF_ERROR(cudnn_status(*api, api->fwd_algos(handle, r.x, r.w, r.conv, r.y, kMaxAlgos, &returned, perf.data()),
+                                          "cudnnGetConvolutionForwardAlgorithm_v7"));
+        for (int i = 0; i < returned && !done; ++i) {
+          const auto& p = perf[static_cast<size_t>(i)];
+          if (p.status != CUDNN_STATUS_SUCCESS) continue;
+          KILN_ASSIGN_OR_RETURN(done, try_algo(static_cast<int>(p.algo), p.mathType, p.memory));
+        }
       } else {
-        last = api->bwd_data(handle, alpha, r.w, w_ptr, r.x, x_ptr, r.conv,
-                             static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws.get(), workspace, beta, r.y, y.data);
+        std::array<cudnnConvolutionBwdDataAlgoPerf_t, kMaxAlgos> perf{};
+        // Transposed convolution = gradient of a forward convolution whose
+        // input is our output (r.y) and whose output is our input (r.x).
+        KILN_RETURN_IF_ERROR(cudnn_status(
+            *api, api->bwd_data_algos(handle, r.w, r.x, r.conv, r.y, kMaxAlgos, &returned, perf.data()),
+            "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+        for (int i = 0; i < returned && !done; ++i) {
+          const auto& p = perf[static_cast<size_t>(i)];
+          if (p.status != CUDNN_STATUS_SUCCESS) continue;
+          KILN_ASSIGN_OR_RETURN(done, try_algo(static_cast<int>(p.algo), p.mathType, p.memory));
+        }
       }
-      if (last == CUDNN_STATUS_SUCCESS) algo_cache().put(key, AlgoChoice{algo, algo_math, workspace});
-      return last == CUDNN_STATUS_SUCCESS;
-    };
-    AlgoChoice cached;
-    if (algo_cache().find(key, &cached)) {
-      KILN_ASSIGN_OR_RETURN(done, try_algo(cached.algo, cached.math, cached.workspace));
+      if (!done)
+        return cudnn_status(*api, last == CUDNN_STATUS_SUCCESS ? CUDNN_STATUS_NOT_SUPPORTED : last,
+                            (std::string(transposed ? "cuDNN transposed convolution" : "cuDNN convolution") +
+                             " (no algorithm ran; input " + input.describe() + ", weight " + weight.describe() + ")")
+                                .c_str());
     }
-    if (done) {
-      // cached algorithm ran
-    } else if (!transposed) {
-      std::array<cudnnConvolutionFwdAlgoPerf_t, kMaxAlgos> perf{};
-      KILN_RETURN_IF_ERROR(cudnn_status(*api, api->fwd_algos(handle, r.x, r.w, r.conv, r.y, kMaxAlgos, &returned, perf.data()),
-                                        "cudnnGetConvolutionForwardAlgorithm_v7"));
-      for (int i = 0; i < returned && !done; ++i) {
-        const auto& p = perf[static_cast<size_t>(i)];
-        if (p.status != CUDNN_STATUS_SUCCESS) continue;
-        KILN_ASSIGN_OR_RETURN(done, try_algo(static_cast<int>(p.algo), p.mathType, p.memory));
-      }
-    } else {
-      std::array<cudnnConvolutionBwdDataAlgoPerf_t, kMaxAlgos> perf{};
-      // Transposed convolution = gradient of a forward convolution whose
-      // input is our output (r.y) and whose output is our input (r.x).
-      KILN_RETURN_IF_ERROR(cudnn_status(
-          *api, api->bwd_data_algos(handle, r.w, r.x, r.conv, r.y, kMaxAlgos, &returned, perf.data()),
-          "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
-      for (int i = 0; i < returned && !done; ++i) {
-        const auto& p = perf[static_cast<size_t>(i)];
-        if (p.status != CUDNN_STATUS_SUCCESS) continue;
-        KILN_ASSIGN_OR_RETURN(done, try_algo(static_cast<int>(p.algo), p.mathType, p.memory));
-      }
-    }
-    if (!done)
-      return cudnn_status(*api, last == CUDNN_STATUS_SUCCESS ? CUDNN_STATUS_NOT_SUPPORTED : last,
-                          (std::string(transposed ? "cuDNN transposed convolution" : "cuDNN convolution") +
-                           " (no algorithm ran; input " + input.describe() + ", weight " + weight.describe() + ")")
-                              .c_str());
     if (bias != nullptr) {
       DeviceBuffer b_copy;
       const void* b_ptr = bias->data;
