@@ -127,9 +127,24 @@ def test_fused_export_calls_the_c_shim_and_matches_eager(tmp_path, shape):
 
 
 def test_a_device_without_the_shim_refuses_the_spec():
-    with pytest.raises(ValueError, match="aoti_torch_cuda_rms_norm_linear"):
-        CudaBackend().custom_passes({"fuse_norm_linear": "on"})
-    assert CudaBackend().custom_passes({}) != []  # projection fusion alone is unaffected
+    from kiln.exporter.metal_backend import MetalBackend
+
+    with pytest.raises(ValueError, match="aoti_torch_mps_rms_norm_linear"):
+        MetalBackend().custom_passes({"fuse_norm_linear": "on"})
+    assert MetalBackend().custom_passes({"fuse_norm_linear": "off"}) == []  # off: no pass, no error
+
+
+def test_cuda_fuses_decode_rows_only():
+    """The CUDA op is a GEMV: a dynamic sequence (prefill) or more than 4 rows stays
+    unfused; a one-token step fuses."""
+    torch.manual_seed(5)
+    model = Block().eval()
+    assert len(CudaBackend().custom_passes({"fuse_norm_linear": "on"})) == 2
+    assert fused_ops(fuse_norm_linear(export_block(model), max_rows=CudaBackend.NORM_LINEAR_MAX_ROWS)) == 0
+    step = torch.export.export(model, (torch.randn(2, 1, D),))
+    assert fused_ops(fuse_norm_linear(step, max_rows=4)) == 2
+    wide = torch.export.export(model, (torch.randn(5, 1, D),))
+    assert fused_ops(fuse_norm_linear(wide, max_rows=4)) == 0
 
 
 class QkvAfterNorm(nn.Module):

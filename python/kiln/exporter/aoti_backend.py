@@ -211,6 +211,9 @@ class AotiBackend:
     #: decode step measured no faster fused (53-63 ms a step either way, 1 thread).
     FUSE_PROJECTIONS = False
 
+    #: Most rows of x where the device's rms_norm_linear applies (None: any).
+    NORM_LINEAR_MAX_ROWS: int | None = None
+
     #: The compile specs this backend reads; kiln.export warns about any other key
     #: (UnreadCompileSpecWarning). Subclasses add theirs.
     COMPILE_SPECS: frozenset[str] = frozenset({"fuse_projections", "fuse_norm_linear"})
@@ -277,7 +280,7 @@ class AotiBackend:
         if spec_bool(compile_specs, "fuse_norm_linear", False):
             # After projection fusion, which leaves one projection per norm.
             self._require_kiln_op("fuse_norm_linear", "rms_norm_linear")
-            passes.append(lambda ep: fuse_norm_linear(ep, log=self.progress.note))
+            passes.append(lambda ep: fuse_norm_linear(ep, log=self.progress.note, max_rows=self.NORM_LINEAR_MAX_ROWS))
         return passes
 
     def _require_kiln_op(self, spec: str, op_name: str) -> None:

@@ -47,6 +47,8 @@ class CudaBackend(AotiBackend):
     #: small kernels launch as one). Gemma3 decode on an H100: 133 -> 93 Triton kernels,
     #: 3.5 % faster with CUDA graphs and 5-9 % without (docs/benchmarks.md, eighth session).
     COMBO_KERNELS = True
+    #: The CUDA rms_norm_linear is the GEMV kernel with an RMSNorm prologue (decode steps).
+    NORM_LINEAR_MAX_ROWS = 4
     COMPILE_SPECS = AotiBackend.COMPILE_SPECS | {
         "max_autotune", "triton_only", "emit_multi_arch_kernel", "emulate_precision_casts", "combo_kernels",
         "autotune_at_compile_time", "sdpa",

@@ -40,7 +40,19 @@ def _only_user(node, user) -> bool:
     return set(node.users) == {user}
 
 
-def _match(linear_node, params: set[str]):
+def _rows_at_most(val, max_rows: int | None) -> bool:
+    """Whether a [..., K] tensor has at most max_rows rows whatever its dynamic dims."""
+    if max_rows is None:
+        return True
+    rows = 1
+    for d in val.shape[:-1]:
+        if not isinstance(d, int):
+            return False  # a dynamic dim (prefill length): may exceed it
+        rows *= d
+    return rows <= max_rows
+
+
+def _match(linear_node, params: set[str], max_rows: int | None = None):
     """(x, g, W, eps, offset, nodes the rewrite makes dead) for a matching linear, or None."""
     import torch
 
@@ -74,6 +86,8 @@ def _match(linear_node, params: set[str]):
             return None
         if out_val.dtype != x_val.dtype or weight.meta["val"].dtype != x_val.dtype:
             return None  # the projection runs in another dtype than x: not this pattern
+        if not _rows_at_most(x_val, max_rows):
+            return None
         return x, g, weight, eps, offset, dead + [scaled] + norm_nodes + gain_nodes
     return None
 
@@ -129,9 +143,11 @@ def _match_gain(gain, scaled, params: set[str]):
     return gain, offset, nodes
 
 
-def fuse_norm_linear(ep, log: Callable[[str], Any] | None = None):
+def fuse_norm_linear(ep, log: Callable[[str], Any] | None = None, max_rows: int | None = None):
     """Returns a new ExportedProgram with RMSNorm + linear pairs fused (or ``ep`` itself if
-    none matches). ``log`` receives a one-line summary."""
+    none matches). ``max_rows``: fuse only where x has at most that many rows for every
+    value of its dynamic dims (the CUDA op is a GEMV: decode steps). ``log`` receives a
+    one-line summary."""
     import copy
 
     import torch
@@ -144,7 +160,7 @@ def fuse_norm_linear(ep, log: Callable[[str], Any] | None = None):
 
     params = {s.arg.name for s in ep.graph_signature.input_specs if s.kind == InputKind.PARAMETER}
     linears = [n for n in ep.graph.nodes if _call(n, torch.ops.aten.linear.default)]
-    matches = {n.name: m for n in linears if (m := _match(n, params)) is not None}
+    matches = {n.name: m for n in linears if (m := _match(n, params, max_rows)) is not None}
     if not matches:
         if log is not None:
             log(f"norm-linear fusion: none of {len(linears)} linears follows a matching RMSNorm")

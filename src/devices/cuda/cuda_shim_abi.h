@@ -45,6 +45,11 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_alloc(uint
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(void* ptr);
 
 // ---- Fallback ops (src/devices/cuda/ops/) -------------------------------------
+/// Kiln's fused op kiln::rms_norm_linear: *ret0 = linear(rms_norm(x) * (norm_weight +
+/// weight_offset), weight), at most 4 rows of x (the GEMV kernel's RMSNorm prologue).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_rms_norm_linear(AtenTensorHandle x, AtenTensorHandle norm_weight,
+                                                                AtenTensorHandle weight, double eps,
+                                                                double weight_offset, AtenTensorHandle* ret0);
 /// out = self @ mat2 (2-D), cuBLASLt. out is preallocated with the result shape.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                        AtenTensorHandle mat2);

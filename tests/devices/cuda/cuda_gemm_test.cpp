@@ -5,6 +5,7 @@
 // concurrent callers.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -358,6 +359,53 @@ TEST_P(CudaGemv, BmmAgainstTransposedBatchesMatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, CudaGemv, ::testing::Values(DType::Float32, DType::Float16, DType::BFloat16),
                          [](const auto& info) { return std::string(kiln::dtype_name(info.param)); });
+
+// Kiln's fused op (norm_linear_ops.cpp): the GEMV with its RMSNorm prologue
+// against a reference that rounds the normalised rows to the dtype first, as
+// the unfused graph does; 1-4 rows, 3-d x, Gemma's unit offset and none, a
+// bfloat16 norm weight, and more rows than the kernel takes (refused).
+TEST_P(CudaGemv, RmsNormLinearMatchesReference) {
+  const DType dt = GetParam();
+  auto fused = shim<decltype(&aoti_torch_cuda_rms_norm_linear)>("aoti_torch_cuda_rms_norm_linear");
+  uint32_t seed = 900;
+  for (int64_t K : {64, 2048}) {
+    for (int64_t N : {7, 2560}) {
+      const Weight wt = make_weight(N, K, dt, ++seed);
+      Handle hw(device_tensor(wt.w, {N, K}, dt));
+      const auto g = rounded(random_values(static_cast<size_t>(K), ++seed), DType::BFloat16);
+      Handle hg(device_tensor(g, {K}, DType::BFloat16));
+      for (int64_t rows = 1; rows <= 4; ++rows) {
+        for (const double offset : {0.0, 1.0}) {
+          std::string name = kiln::dtype_name(dt);
+          name += " rows=" + std::to_string(rows);
+          name += " K=" + std::to_string(K);
+          name += " N=" + std::to_string(N);
+          const auto x = rounded(random_values(static_cast<size_t>(rows * K), ++seed), dt);
+          std::vector<float> normed(x.size());
+          for (int64_t r = 0; r < rows; ++r) {
+            double ss = 0;
+            for (int64_t k = 0; k < K; ++k) ss += double(x[r * K + k]) * x[r * K + k];
+            const double inv = 1.0 / std::sqrt(ss / K + 1e-6);
+            for (int64_t k = 0; k < K; ++k)
+              normed[r * K + k] = round_to(static_cast<float>(x[r * K + k] * inv * (g[k] + offset)), dt);
+          }
+          Handle hx(device_tensor(x, {1, rows, K}, dt));
+          AtenTensorHandle out = nullptr;
+          ASSERT_EQ(fused(hx, hg, hw, 1e-6, offset, &out), 0) << name << ": " << kiln::last_error_message();
+          Handle ho(out);
+          EXPECT_EQ(sizes_of(ho), (std::vector<int64_t>{1, rows, N})) << name;
+          expect_close(host_values(ho), ref_matmul(normed, wt.bt, 1, rows, K, N), tolerance(dt), name);
+        }
+      }
+    }
+  }
+  Handle hx5(device_tensor(random_values(5 * 64, 1), {5, 64}, dt));
+  Handle hw5(device_tensor(random_values(3 * 64, 2), {3, 64}, dt));
+  Handle hg5(device_tensor(random_values(64, 3), {64}, dt));
+  AtenTensorHandle out = nullptr;
+  EXPECT_NE(fused(hx5, hg5, hw5, 1e-6, 0.0, &out), 0);
+  EXPECT_NE(kiln::last_error_message().find("more than 4 rows"), std::string::npos) << kiln::last_error_message();
+}
 
 // The kernel launched directly with every block shape the planner can pick
 // (8, 4, 2 or 1 columns per block), forced through the SM count it is given.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstring>
 #include <cstdint>
 #include <string>
 
@@ -74,12 +75,73 @@ __device__ inline void store(const GemvParams& p, int64_t b, int64_t m, int64_t 
   *o = from_float<T>(v);
 }
 
+// One element of the norm weight, as float.
+__device__ inline float norm_weight_at(const GemvParams& p, int64_t k) {
+  switch (p.norm_dtype) {
+    case DType::BFloat16: return to_float(static_cast<const __nv_bfloat16*>(p.norm_weight)[k]);
+    case DType::Float16: return to_float(static_cast<const __half*>(p.norm_weight)[k]);
+    default: return static_cast<const float*>(p.norm_weight)[k];
+  }
+}
+
+// The RMSNorm prologue: rows 0..M-1 of a (batch 0), normalised and rounded
+// to T, into a_s [M][K]. All threads of the block take part. Each thread
+// reads whole 16-byte vectors (a 2048-wide bfloat16 row is one per thread),
+// so the two passes over the row cost two load latencies, not one per
+// element; the second pass hits L1.
+template <typename T, int M>
+__device__ void normalise_rows(const GemvParams& p, T* a_s) {
+  constexpr int kVec = static_cast<int>(kVecBytes / static_cast<int64_t>(sizeof(T)));
+  __shared__ float partial[kWarps][M];
+  __shared__ float inv_rms[M];
+  const int tid = static_cast<int>(threadIdx.x), warp = tid / 32, lane = tid % 32;
+  const int64_t vecs = p.K / kVec;
+  float ss[M];
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    const uint4* row = reinterpret_cast<const uint4*>(static_cast<const T*>(p.a) + m * p.lda);
+    ss[m] = 0.0f;
+#pragma unroll 4
+    for (int64_t v = tid; v < vecs; v += kThreads) {
+      const uint4 x = __ldg(row + v);
+      ss[m] = dot16<T>(x, x, ss[m]);
+    }
+    for (int offset = 16; offset > 0; offset /= 2) ss[m] += __shfl_xor_sync(0xffffffffu, ss[m], offset);
+    if (lane == 0) partial[warp][m] = ss[m];
+  }
+  __syncthreads();
+  if (tid < M) {
+    float total = 0.0f;
+    for (int w = 0; w < kWarps; ++w) total += partial[w][tid];
+    inv_rms[tid] = rsqrtf(total / static_cast<float>(p.K) + p.norm_eps);
+  }
+  __syncthreads();
+#pragma unroll
+  for (int m = 0; m < M; ++m) {
+    const uint4* row = reinterpret_cast<const uint4*>(static_cast<const T*>(p.a) + m * p.lda);
+    uint4* dst = reinterpret_cast<uint4*>(a_s + m * p.K);
+#pragma unroll 4
+    for (int64_t v = tid; v < vecs; v += kThreads) {
+      const uint4 x = __ldg(row + v);
+      T in[kVec], out[kVec];
+      memcpy(in, &x, sizeof(x));
+#pragma unroll
+      for (int j = 0; j < kVec; ++j)
+        out[j] = from_float<T>(to_float(in[j]) * inv_rms[m] * (norm_weight_at(p, v * kVec + j) + p.norm_offset));
+      uint4 y;
+      memcpy(&y, out, sizeof(y));
+      dst[v] = y;
+    }
+  }
+  __syncthreads();
+}
+
 // Grid: x = blocks of `cols_per_block` output columns, y = batch. Warp w of a
 // block works on column w / warps_per_col and, within that column's weight
 // row, on the vectors part*32 + lane + j*warps_per_col*32 (part = w %
 // warps_per_col): consecutive lanes read consecutive 16-byte vectors, so each
 // warp-wide load is one contiguous 512-byte stretch of the row.
-template <typename T, int M>
+template <typename T, int M, bool NORM>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvParams p, int cols_per_block) {
   constexpr int64_t kVec = kVecBytes / static_cast<int64_t>(sizeof(T));
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -87,6 +149,23 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvParams p, int 
   const int col = warp / warps_per_col, part = warp % warps_per_col;
   const int64_t b = blockIdx.y;
   const int64_t n = static_cast<int64_t>(blockIdx.x) * cols_per_block + col;
+  const uint4* w = reinterpret_cast<const uint4*>(static_cast<const T*>(p.w) + b * p.w_bs + n * p.ldw);
+  const int64_t vecs = p.K / kVec;
+  const int64_t step = static_cast<int64_t>(warps_per_col) * 32;
+  int64_t i = static_cast<int64_t>(part) * 32 + lane;
+  extern __shared__ __align__(16) unsigned char gemv_smem[];
+  T* a_s = reinterpret_cast<T*>(gemv_smem);  // [M][K], NORM only
+  // With the norm prologue, the first unrolled step's weights are requested
+  // before it, so that their latency overlaps the normalisation.
+  uint4 first[kUnroll];
+  const bool preloaded = NORM && n < p.N && i + (kUnroll - 1) * step < vecs;
+  if constexpr (NORM) {
+    if (preloaded) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) first[u] = __ldcs(w + i + u * step);
+    }
+    normalise_rows<T, M>(p, a_s);
+  }
 
   float acc[M];
 #pragma unroll
@@ -96,13 +175,21 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvParams p, int 
   // shuffles and the __syncthreads below.
   if (n < p.N) {
     const T* a_base = static_cast<const T*>(p.a) + b * p.a_bs;
-    const uint4* w = reinterpret_cast<const uint4*>(static_cast<const T*>(p.w) + b * p.w_bs + n * p.ldw);
     const uint4* a[M];
 #pragma unroll
-    for (int m = 0; m < M; ++m) a[m] = reinterpret_cast<const uint4*>(a_base + m * p.lda);
-    const int64_t vecs = p.K / kVec;
-    const int64_t step = static_cast<int64_t>(warps_per_col) * 32;
-    int64_t i = static_cast<int64_t>(part) * 32 + lane;
+    for (int m = 0; m < M; ++m)
+      a[m] = reinterpret_cast<const uint4*>(NORM ? a_s + m * p.K : a_base + m * p.lda);
+    // `a` from global memory goes through the read-only cache; the normalised
+    // rows are in shared memory, which __ldg cannot read.
+    const auto load_a = [&](const uint4* ptr) { return NORM ? *ptr : __ldg(ptr); };
+    if (preloaded) {
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+        for (int m = 0; m < M; ++m) acc[m] = dot16<T>(first[u], load_a(a[m] + i + u * step), acc[m]);
+      }
+      i += kUnroll * step;
+    }
     // Weights stream through once (__ldcs: evict-first, keep them from
     // pushing `a` out of the caches); `a` is re-read by every warp (__ldg).
     for (; i + (kUnroll - 1) * step < vecs; i += kUnroll * step) {
@@ -112,13 +199,13 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvParams p, int 
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
 #pragma unroll
-        for (int m = 0; m < M; ++m) acc[m] = dot16<T>(wv[u], __ldg(a[m] + i + u * step), acc[m]);
+        for (int m = 0; m < M; ++m) acc[m] = dot16<T>(wv[u], load_a(a[m] + i + u * step), acc[m]);
       }
     }
     for (; i < vecs; i += step) {
       const uint4 wv = __ldcs(w + i);
 #pragma unroll
-      for (int m = 0; m < M; ++m) acc[m] = dot16<T>(wv, __ldg(a[m] + i), acc[m]);
+      for (int m = 0; m < M; ++m) acc[m] = dot16<T>(wv, load_a(a[m] + i), acc[m]);
     }
   }
 
@@ -155,15 +242,24 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const GemvParams p, int 
   }
 }
 
-template <typename T>
+template <typename T, bool NORM>
 void launch_rows(const GemvParams& p, int cols, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.N + cols - 1) / cols), static_cast<unsigned>(p.batch));
+  const size_t smem = NORM ? static_cast<size_t>(p.M * p.K) * sizeof(T) : 0;
   switch (p.M) {
-    case 1: gemv_kernel<T, 1><<<grid, kThreads, 0, stream>>>(p, cols); break;
-    case 2: gemv_kernel<T, 2><<<grid, kThreads, 0, stream>>>(p, cols); break;
-    case 3: gemv_kernel<T, 3><<<grid, kThreads, 0, stream>>>(p, cols); break;
-    default: gemv_kernel<T, 4><<<grid, kThreads, 0, stream>>>(p, cols); break;
+    case 1: gemv_kernel<T, 1, NORM><<<grid, kThreads, smem, stream>>>(p, cols); break;
+    case 2: gemv_kernel<T, 2, NORM><<<grid, kThreads, smem, stream>>>(p, cols); break;
+    case 3: gemv_kernel<T, 3, NORM><<<grid, kThreads, smem, stream>>>(p, cols); break;
+    default: gemv_kernel<T, 4, NORM><<<grid, kThreads, smem, stream>>>(p, cols); break;
   }
+}
+
+template <typename T>
+void launch_rows(const GemvParams& p, int cols, cudaStream_t stream) {
+  if (p.norm_weight != nullptr)
+    launch_rows<T, true>(p, cols, stream);
+  else
+    launch_rows<T, false>(p, cols, stream);
 }
 
 bool aligned16(int64_t elements, int64_t element_bytes) { return (elements * element_bytes) % kVecBytes == 0; }
@@ -186,6 +282,12 @@ const char* gemv_unsupported(const GemvParams& p) {
   if (p.N > 1 && !aligned16(p.ldw, elem)) return "the row stride of the weight is not a multiple of 16 bytes";
   if (p.batch > 1 && (!aligned16(p.a_bs, elem) || !aligned16(p.w_bs, elem)))
     return "a batch stride is not a multiple of 16 bytes";
+  if (p.norm_weight != nullptr) {
+    if (p.batch != 1) return "an RMSNorm prologue with batch > 1";
+    if (p.M * p.K * elem > kGemvMaxNormBytes) return "the normalised rows exceed 48 KiB of shared memory";
+    if (p.norm_dtype != DType::Float32 && p.norm_dtype != DType::Float16 && p.norm_dtype != DType::BFloat16)
+      return "the norm weight is not float32, float16 or bfloat16";
+  }
   return nullptr;
 }
 

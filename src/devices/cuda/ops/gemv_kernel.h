@@ -50,7 +50,20 @@ struct GemvParams {
   int64_t ldw = 0, w_ks = 1, w_bs = 0;
   int64_t out_rs = 0, out_cs = 1, out_bs = 0;
   float alpha = 1.0f, beta = 0.0f;
+  /// Optional RMSNorm prologue (Kiln's op kiln::rms_norm_linear): when set,
+  /// each row of a is first replaced by rms_norm(row) * (norm_weight +
+  /// norm_offset), computed in float32 and rounded to dtype, as the unfused
+  /// graph does. Each block normalises the rows into shared memory (the sums
+  /// of squares of a few KB, recomputed per block, cost less than a launch).
+  /// Needs batch == 1 and the rows in at most kGemvMaxNormBytes.
+  const void* norm_weight = nullptr;  ///< [K], unit stride, dtype norm_dtype
+  DType norm_dtype = DType::Float32;
+  float norm_eps = 0.0f, norm_offset = 0.0f;
 };
+
+/// Most bytes of normalised rows (M * K elements) the RMSNorm prologue keeps
+/// in shared memory: the default dynamic limit, no opt-in needed.
+inline constexpr int64_t kGemvMaxNormBytes = 48 * 1024;
 
 /// Null when the kernel takes `p`; otherwise why not (for logs and tests):
 /// dtype float32/float16/bfloat16; 1 <= M <= kGemvMaxRows; K a positive
