@@ -104,7 +104,7 @@ def export_stamp(name: str, args) -> dict:
     """What the cached files were made from: a mismatch exports again."""
     return {"model": name, "device": args.device, "tiny": args.tiny, "dtype": args.dtype, "mode": args.mode,
             "fuse_projections": args.kiln_fuse_projections, "combo_kernels": args.combo_kernels,
-            "torch": torch.__version__,
+            "fuse_norm_linear": args.kiln_fuse_norm_linear, "torch": torch.__version__,
             "gpu": torch.cuda.get_device_name() if args.device == "cuda" and torch.cuda.is_available() else None}
 
 
@@ -143,6 +143,7 @@ def export_model(name: str, args) -> dict:
         device = torch.device(args.device)
         specs = dict(MODES[args.mode]) if args.device == "cuda" else {}
         specs["fuse_projections"] = args.kiln_fuse_projections
+        specs["fuse_norm_linear"] = args.kiln_fuse_norm_linear
         if args.device == "cuda":
             specs["combo_kernels"] = args.combo_kernels
         backend = make_backend(args.device)
@@ -822,7 +823,7 @@ def child_cmd(args, role: str, name: str, result_path: Path) -> list[str]:
     """This script as a worker: role "--_export" or "--_run" for model `name`."""
     cmd = [sys.executable, __file__, role, name, "--_result", str(result_path)]
     for key in ("device", "dtype", "mode", "workdir", "iters", "warmup", "compile_mode", "kiln_stream",
-                "kiln_fuse_projections", "combo_kernels", "cold_runs",
+                "kiln_fuse_projections", "kiln_fuse_norm_linear", "combo_kernels", "cold_runs",
                 "budget_s"):
         cmd += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
     cmd += ["--engines", ",".join(args.engines), "--cold-models", ",".join(args.cold_models),
@@ -865,6 +866,9 @@ def parse_args(argv=None):
                     help="Kiln's exporter fuses projections that share an input (q/k/v, gate/up) into one "
                          "(default on, as Kiln's CUDA backend does); the .pt2 for the loader is compiled from the graph "
                          "as exported either way")
+    ap.add_argument("--kiln-fuse-norm-linear", choices=("on", "off"), default="off",
+                    help="Kiln's exporter replaces an RMSNorm that feeds one bias-free linear with Kiln's fused "
+                         "rms_norm_linear op (default off, as in Kiln's backends); Kiln only, like projection fusion")
     ap.add_argument("--combo-kernels", choices=("on", "off"), default="on",
                     help="CUDA compile spec combo_kernels: Inductor launches independent small kernels as one "
                          "(default on, as Kiln's CUDA backend does; the loader's .pt2 is compiled with the same "

@@ -276,8 +276,9 @@ def build(name, dtype_name):
     return MODELS[name].build(DTYPES[dtype_name], torch.device("cuda"))
 
 
-def export_case(name, dtype_name, mode, path) -> dict:
-    """Worker: exports one case to `path`. Returns {imports, export_s, error}."""
+def export_case(name, dtype_name, mode, path, extra_specs=None) -> dict:
+    """Worker: exports one case to `path` with the mode's compile specs plus extra_specs
+    (--spec). Returns {imports, export_s, error}."""
     import kiln
 
     result = {"imports": None, "export_s": None, "error": None}
@@ -295,7 +296,8 @@ def export_case(name, dtype_name, mode, path) -> dict:
         with torch.no_grad(), attention:
             for method, (module, example, dyn, _) in methods.items():
                 eps[method] = torch.export.export(module, example, dynamic_shapes=dyn)
-        program = kiln.export(eps, backend=make_backend(), compile_specs=MODES[mode], verbose=False)
+        program = kiln.export(eps, backend=make_backend(), compile_specs={**MODES[mode], **(extra_specs or {})},
+                              verbose=False)
         result["imports"] = sorted({n for m in program.methods.values() for n in (m.shim_imports or [])
                                     if n.startswith("aoti_torch_cuda")})
         program.save(path)
@@ -428,9 +430,15 @@ def main() -> int:
     ap.add_argument("--keep", help="save the exported programs in this directory (default: a temporary one)")
     ap.add_argument("--cuda-graphs", action="store_true",
                     help="also run each program with aoti.cuda_graphs (parity on fresh inputs + replay timing)")
+    ap.add_argument("--spec", action="append", default=[], metavar="KEY=VALUE",
+                    help="an extra CUDA compile spec for every export (repeatable), e.g. fuse_norm_linear=on")
     ap.add_argument("--reuse", action="store_true",
                     help="with --keep: run programs already exported there instead of exporting again")
     args = ap.parse_args()
+    bad = [s for s in args.spec if "=" not in s]
+    if bad:
+        ap.error(f"--spec takes KEY=VALUE, got {bad}")
+    extra_specs = dict(s.split("=", 1) for s in args.spec)
     if not torch.cuda.is_available():
         print("gpu_suite: torch sees no GPU", file=sys.stderr)
         return 2
@@ -465,7 +473,7 @@ def main() -> int:
             reused = {c for c in cases if args.reuse and os.path.exists(paths[c])}
             for c in reused:
                 exported[c] = {"imports": None, "export_s": None, "error": None}
-            futures = {pool.submit(export_case, *c, paths[c]): c for c in cases if c not in reused}
+            futures = {pool.submit(export_case, *c, paths[c], extra_specs): c for c in cases if c not in reused}
             for fut in concurrent.futures.as_completed(futures):
                 c = futures[fut]
                 try:
