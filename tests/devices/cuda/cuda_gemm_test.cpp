@@ -169,9 +169,9 @@ enum class Path { Gemv, CublasLt, Unknown };
 const char* path_name(Path p) { return p == Path::Gemv ? "GEMV" : p == Path::CublasLt ? "cuBLASLt" : "unknown"; }
 
 // Runs `call` (a shim call returning its status) with debug logging captured
-// and reports the path; fails the test when the call fails.
+// and returns the log; fails the test when the call fails.
 template <typename F>
-Path path_of(F&& call, const std::string& what) {
+std::string debug_log_of(F&& call, const std::string& what) {
   const kiln::LogLevel old = kiln::log_level();
   kiln::set_log_level(kiln::LogLevel::Debug);
   testing::internal::CaptureStderr();
@@ -179,10 +179,54 @@ Path path_of(F&& call, const std::string& what) {
   const std::string log = testing::internal::GetCapturedStderr();
   kiln::set_log_level(old);
   EXPECT_EQ(rc, 0) << what << ": " << kiln::last_error_message();
+  return log;
+}
+
+// The path a product took, from its debug log line.
+template <typename F>
+Path path_of(F&& call, const std::string& what) {
+  const std::string log = debug_log_of(call, what);
   const bool gemv = log.find(": GEMV kernel") != std::string::npos;
   const bool lt = log.find(": cuBLASLt") != std::string::npos;
   if (gemv == lt) return Path::Unknown;
   return gemv ? Path::Gemv : Path::CublasLt;
+}
+
+// addmm with nn.Linear's bias past the GEMV's rows: cuBLASLt adds a
+// contiguous bias in its epilogue when out is row-major and beta is 1; any
+// other addend (scaled, strided, column-major out) is copied into out first.
+// Both against the reference, and the log says which way each went.
+TEST_P(CudaGemm, AddmmBiasInTheEpilogueOrCopied) {
+  const DType dt = GetParam();
+  auto addmm = shim<decltype(&aoti_torch_cuda_addmm_out)>("aoti_torch_cuda_addmm_out");
+  const int64_t M = 16, K = 64, N = 40;
+  const auto a = rounded(random_values(M * K, 61), dt), b = rounded(random_values(K * N, 62), dt);
+  const auto bias = rounded(random_values(N, 63), dt);
+  Handle ha(device_tensor(a, {M, K}, dt)), hb(device_tensor(b, {K, N}, dt, {1, K}));
+  Handle hbias(device_tensor(bias, {N}, dt)), hbias_row(device_tensor(bias, {1, N}, dt));
+  Handle hbias_gapped(device_tensor(bias, {N}, dt, {2}));  // every other element; the gaps hold NaN
+  struct Case {
+    const char* name;
+    AtenTensorHandle self;
+    double beta, alpha;
+    std::vector<int64_t> out_strides;
+    const char* expect_log;
+  };
+  const Case cases[] = {
+      {"bias [N]", hbias.h, 1.0, 1.0, {}, "bias in the epilogue"},
+      {"bias [N], alpha 2", hbias.h, 1.0, 2.0, {}, "bias in the epilogue"},
+      {"bias [1, N]", hbias_row.h, 1.0, 1.0, {}, "bias in the epilogue"},
+      {"bias [N], beta 0.5", hbias.h, 0.5, 1.0, {}, "bias copied into out"},
+      {"strided bias", hbias_gapped.h, 1.0, 1.0, {}, "bias copied into out"},
+      {"column-major out", hbias.h, 1.0, 1.0, {1, M}, "bias copied into out"},
+  };
+  for (const Case& c : cases) {
+    const std::string name = std::string(kiln::dtype_name(dt)) + " " + c.name;
+    Handle out(device_empty({M, N}, dt, c.out_strides));
+    const std::string log = debug_log_of([&] { return addmm(out, c.self, ha, hb, c.beta, c.alpha); }, name);
+    EXPECT_NE(log.find(c.expect_log), std::string::npos) << name << ": " << log;
+    expect_close(host_values(out), ref_matmul(a, b, 1, M, K, N, c.alpha, c.beta, bias), tolerance(dt), name);
+  }
 }
 
 // b = W^T for a row-major weight W [N, K]: as logical [K, N] values (for the

@@ -169,9 +169,12 @@ Result<LtChoice> lt_heuristic(const CublasLtApi* api, cublasLtHandle_t handle, L
 }
 
 // D = alpha * X @ Y + beta * D (column-major D of m x n; X m x k, Y k x n),
-// `batch` times. Every operand must already be cuBLASLt-compatible.
+// `batch` times, plus bias[i] on row i of D when `bias` is set (cuBLASLt's
+// bias epilogue; `bias` holds m elements of D's dtype). Every operand must
+// already be cuBLASLt-compatible.
 Error lt_matmul(DType dtype, int device, cudaStream_t stream, int64_t batch, const Mat& x, const LtOperand& xo,
-                const Mat& y, const LtOperand& yo, const Mat& d, int64_t ldd, float alpha, float beta) {
+                const Mat& y, const LtOperand& yo, const Mat& d, int64_t ldd, float alpha, float beta,
+                const void* bias = nullptr) {
   KILN_ASSIGN_OR_RETURN(const CublasLtApi* api, cublaslt());
   KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, cublaslt_handle(*api, device));
   KILN_ASSIGN_OR_RETURN(cudaDataType_t type, lt_type(dtype));
@@ -183,6 +186,13 @@ Error lt_matmul(DType dtype, int device, cudaStream_t stream, int64_t batch, con
   const int32_t ta = xo.op, tb = yo.op;
   KILN_RETURN_IF_ERROR(cublas_status(*api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), "TRANSA"));
   KILN_RETURN_IF_ERROR(cublas_status(*api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), "TRANSB"));
+  if (bias != nullptr) {
+    const int32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    KILN_RETURN_IF_ERROR(cublas_status(
+        *api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)), "bias epilogue"));
+    KILN_RETURN_IF_ERROR(cublas_status(
+        *api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), "bias pointer"));
+  }
   const int64_t elem = static_cast<int64_t>(element_size(dtype));
   KILN_RETURN_IF_ERROR(make_layout(*api, &r.a, type, xo, batch, x.bs));
   KILN_RETURN_IF_ERROR(make_layout(*api, &r.b, type, yo, batch, y.bs));
@@ -196,7 +206,8 @@ Error lt_matmul(DType dtype, int device, cudaStream_t stream, int64_t batch, con
   const LtProblemKey key{device, static_cast<int64_t>(type), static_cast<int64_t>(compute), ta, tb,
                          xo.stored_rows, xo.stored_cols, xo.ld, yo.stored_rows, yo.stored_cols, yo.ld,
                          d.rows, d.cols, ldd, batch, batch > 1 ? x.bs : 0, batch > 1 ? y.bs : 0,
-                         batch > 1 ? d.bs : 0, align_a, align_b, align_d};
+                         batch > 1 ? d.bs : 0, align_a, align_b, align_d, bias != nullptr ? 1 : 0,
+                         bias != nullptr ? alignment_of(bias, 0) : 0};
   LtChoice choice;
   if (auto cached = algo_cache().find(key)) {
     choice = *cached;
@@ -242,6 +253,13 @@ bool gemv_enabled() {
   return enabled;
 }
 
+// An addmm addend that is one value per output column, broadcast over the
+// rows (nn.Linear's bias): column n's value at ptr + n * stride elements.
+struct RowBias {
+  const void* ptr = nullptr;
+  int64_t stride = 0;
+};
+
 // The GEMV kernel's view of out = a @ b: b's column n is the weight row n.
 GemvParams gemv_params(DType dtype, int64_t batch, const Mat& a, const Mat& b, const Mat& out, float alpha,
                        float beta) {
@@ -273,9 +291,11 @@ std::string describe_product(DType dtype, int64_t batch, int64_t M, int64_t N, i
          " m=" + std::to_string(M) + " n=" + std::to_string(N) + " k=" + std::to_string(K);
 }
 
-// out[b] = alpha * a[b] @ b[b] + beta * out[b] for 2-D (batch 1) or 3-D tensors.
-// With beta != 0, out must already hold the addend.
-Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, float alpha, float beta) {
+// out[b] = alpha * a[b] @ b[b] + beta * addend for 2-D (batch 1) or 3-D
+// tensors. The addend is `bias` broadcast over the rows when it is set (2-D
+// only), else out's own value (with beta != 0, out must hold it already).
+Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, float alpha, float beta,
+                  RowBias bias = {}) {
   const size_t n = out.sizes.size();
   const int64_t batch = n == 3 ? out.sizes[0] : 1;
   const int64_t M = out.sizes[n - 2], N = out.sizes[n - 1], K = a.sizes[n - 1];
@@ -298,17 +318,37 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
   // out through its strides directly, so no operand or output is copied.
   const char* no_gemv = "disabled by KILN_CUDA_GEMV";
   if (gemv_enabled()) {
-    const GemvParams g = gemv_params(out.dtype, batch, ma, mb, mc, alpha, beta);
+    GemvParams g = gemv_params(out.dtype, batch, ma, mb, mc, alpha, beta);
+    g.bias = bias.ptr;
+    g.bias_stride = bias.stride;
     no_gemv = gemv_unsupported(g);
     if (no_gemv == nullptr) {
-      KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": GEMV kernel");
+      KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": GEMV kernel" +
+                          (bias.ptr != nullptr ? " (bias read in place)" : ""));
       int sm_count = 0;
       KILN_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device),
                                        "cudaDeviceGetAttribute(multiprocessor count)"));
       return launch_gemv(g, sm_count, stream);
     }
   }
-  KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": cuBLASLt (GEMV kernel not used: " + no_gemv + ")");
+
+  // A row bias goes to cuBLASLt's bias epilogue when out is row-major (the
+  // product is computed as out^T, whose rows are out's columns), the bias is
+  // a contiguous, 16-byte aligned vector and beta is 1; otherwise it is first
+  // copied into out, broadcast, and added through beta like any addend.
+  int64_t ld_probe = 0;
+  const bool out_row_major = !as_column_major(mc, &ld_probe) && as_column_major(mc.transposed(), &ld_probe);
+  const bool bias_epilogue = bias.ptr != nullptr && beta == 1.0f && bias.stride == 1 && batch == 1 &&
+                             out_row_major && alignment_of(bias.ptr, 0) >= 16;
+  KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": cuBLASLt" +
+                      (bias_epilogue ? ", bias in the epilogue" : bias.ptr != nullptr ? ", bias copied into out" : "") +
+                      " (GEMV kernel not used: " + no_gemv + ")");
+  const auto copy_bias_into_out = [&]() -> Error {
+    const int64_t bstrides[2] = {0, bias.stride};
+    return launch_strided_copy(out.data, out.strides.data(), bias.ptr, bstrides, out.sizes.data(), 2,
+                               out.element_bytes(), stream);
+  };
+  if (bias.ptr != nullptr && !bias_epilogue) KILN_RETURN_IF_ERROR(copy_bias_into_out());
 
   // Where the result goes: out itself when it is column- or row-major, else a
   // contiguous temporary copied back at the end.
@@ -343,11 +383,21 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
     KILN_RETURN_IF_ERROR(prepare_operand(b, mb, ob, hold_b, stream, false));
     err = lt_matmul(out.dtype, device, stream, batch, ma, oa, mb, ob, md, ld, alpha, beta);
   } else {
-    // D = C^T (N x M): X = B^T, Y = A^T.
+    // D = C^T (N x M): X = B^T, Y = A^T; D's row n gets bias[n].
     Mat xt = mb.transposed(), yt = ma.transposed();
     KILN_RETURN_IF_ERROR(prepare_operand(b, xt, ob, hold_b, stream, true));
     KILN_RETURN_IF_ERROR(prepare_operand(a, yt, oa, hold_a, stream, true));
-    err = lt_matmul(out.dtype, device, stream, batch, xt, ob, yt, oa, md.transposed(), ld, alpha, beta);
+    if (bias_epilogue) {
+      err = lt_matmul(out.dtype, device, stream, batch, xt, ob, yt, oa, md.transposed(), ld, alpha, 0.0f, bias.ptr);
+      if (err == Error::NotSupported) {  // no algorithm with the epilogue: add the bias as an addend
+        KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": no cuBLASLt algorithm with a bias "
+                                                                      "epilogue; bias copied into out");
+        KILN_RETURN_IF_ERROR(copy_bias_into_out());
+        err = lt_matmul(out.dtype, device, stream, batch, xt, ob, yt, oa, md.transposed(), ld, alpha, beta);
+      }
+    } else {
+      err = lt_matmul(out.dtype, device, stream, batch, xt, ob, yt, oa, md.transposed(), ld, alpha, beta);
+    }
   }
   KILN_RETURN_IF_ERROR(err);
   if (temp_out.get() != nullptr) {
@@ -435,6 +485,10 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, 
         }
       }
       const bool same = s.data == o.data && s.sizes == o.sizes && s.strides == o.strides;
+      // One value per column for every row (nn.Linear's bias): the product
+      // reads it where it is, instead of a copy kernel filling out first.
+      if (!same && (bstrides[0] == 0 || o.sizes[0] == 1))
+        return matmul_into(o, a, b, static_cast<float>(alpha), static_cast<float>(beta), RowBias{s.data, bstrides[1]});
       if (!same && o.numel() > 0) {
         ScopedDevice scoped(o.device_index);
         KILN_RETURN_IF_ERROR(scoped.status());

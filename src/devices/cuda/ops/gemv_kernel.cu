@@ -65,13 +65,17 @@ __device__ inline float dot16<__half>(const uint4& w, const uint4& a, float acc)
   return dot_word_half(w.w, a.w, acc);
 }
 
-// out[b, m, n] = alpha * sum + beta * out[b, m, n], rounded once; with
-// beta == 0 the old value is not read at all.
+// out[b, m, n] = alpha * sum + beta * addend, rounded once; the addend is
+// bias[n] when a bias is given, else out[b, m, n]. With beta == 0 it is not
+// read at all.
 template <typename T>
 __device__ inline void store(const GemvParams& p, int64_t b, int64_t m, int64_t n, float sum) {
   T* o = static_cast<T*>(p.out) + b * p.out_bs + m * p.out_rs + n * p.out_cs;
   float v = p.alpha * sum;
-  if (p.beta != 0.0f) v = fmaf(p.beta, to_float(*o), v);
+  if (p.beta != 0.0f) {
+    const float addend = p.bias != nullptr ? to_float(static_cast<const T*>(p.bias)[n * p.bias_stride]) : to_float(*o);
+    v = fmaf(p.beta, addend, v);
+  }
   *o = from_float<T>(v);
 }
 

@@ -50,6 +50,11 @@ struct GemvParams {
   int64_t ldw = 0, w_ks = 1, w_bs = 0;
   int64_t out_rs = 0, out_cs = 1, out_bs = 0;
   float alpha = 1.0f, beta = 0.0f;
+  /// Optional addend broadcast over the rows (addmm with nn.Linear's bias):
+  /// when set, beta scales bias[n * bias_stride] (dtype) instead of out's own
+  /// value, so the bias needs no copy into out first.
+  const void* bias = nullptr;
+  int64_t bias_stride = 0;
   /// Optional RMSNorm prologue (Kiln's op kiln::rms_norm_linear): when set,
   /// each row of a is first replaced by rms_norm(row) * (norm_weight +
   /// norm_offset), computed in float32 and rounded to dtype, as the unfused
