@@ -14,6 +14,7 @@
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/cuda_shim_abi.h"
 #include "devices/cuda/cuda_thread_state.h"
+#include "devices/cuda/device_attributes.h"
 #include "devices/cuda/ops/attention_kernel.h"
 #include "devices/cuda/ops/attention_mma_kernel.h"
 #include "devices/cuda/tensor_ref.h"
@@ -156,8 +157,7 @@ Error run_sdpa(const Sdpa& s, bool causal, const TensorRef& out, float* lse, con
   ScopedDevice scoped(device);
   KILN_RETURN_IF_ERROR(scoped.status());
   const cudaStream_t stream = current_stream(device);
-  int sm_count = 0;
-  KILN_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  KILN_ASSIGN_OR_RETURN(const int sm_count, multiprocessor_count(device));
   KILN_ASSIGN_OR_RETURN(const bool tensor_cores, mma_attention_available(device));
   const AttentionPlan plan = plan_attention(p, sm_count, tensor_cores);
   // Split-KV scratch (partial results per key chunk): from the caching

@@ -30,6 +30,7 @@
 #include "devices/cuda/cuda_shim_abi.h"
 #include "devices/cuda/cuda_settings.h"
 #include "devices/cuda/cuda_thread_state.h"
+#include "devices/cuda/device_attributes.h"
 #include "devices/cuda/ops/gemv_kernel.h"
 #include "devices/cuda/ops/lt_algo_cache.h"
 #include "devices/cuda/strided_copy.h"
@@ -325,9 +326,7 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
     if (no_gemv == nullptr) {
       KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": GEMV kernel" +
                           (bias.ptr != nullptr ? " (bias read in place)" : ""));
-      int sm_count = 0;
-      KILN_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device),
-                                       "cudaDeviceGetAttribute(multiprocessor count)"));
+      KILN_ASSIGN_OR_RETURN(const int sm_count, multiprocessor_count(device));
       return launch_gemv(g, sm_count, stream);
     }
   }

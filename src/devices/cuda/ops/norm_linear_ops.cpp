@@ -11,6 +11,7 @@
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/cuda_shim_abi.h"
 #include "devices/cuda/cuda_thread_state.h"
+#include "devices/cuda/device_attributes.h"
 #include "devices/cuda/ops/gemv_kernel.h"
 #include "devices/cuda/tensor_ref.h"
 
@@ -71,9 +72,7 @@ Error rms_norm_linear(const TensorRef& x, const TensorRef& g, const TensorRef& w
                                                 x.describe() + " and weight " + w.describe() + ": " + why);
     ScopedDevice scoped(x.device_index);
     KILN_RETURN_IF_ERROR(scoped.status());
-    int sm_count = 0;
-    KILN_RETURN_IF_ERROR(cuda_status(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, x.device_index),
-                                     "cudaDeviceGetAttribute(multiprocessor count)"));
+    KILN_ASSIGN_OR_RETURN(const int sm_count, multiprocessor_count(x.device_index));
     KILN_RETURN_IF_ERROR(launch_gemv(p, sm_count, current_stream(x.device_index)));
   }
   *ret0 = out.release();
