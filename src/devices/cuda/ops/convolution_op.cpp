@@ -13,9 +13,6 @@
 #include <algorithm>
 #include <array>
 #include <climits>
-#include <cstdlib>
-#include <cstring>
-#include <strings.h>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -160,17 +157,6 @@ class AlgoCache {
   std::mutex mutex_;
   std::unordered_map<std::string, AlgoChoice> map_;
 };
-
-// KILN_CUDNN_PLANS=0/false/off/no keeps every convolution on cuDNN's legacy
-// API (to compare the two). Read once.
-bool cudnn_plans_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("KILN_CUDNN_PLANS");
-    return v == nullptr || !(std::strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 ||
-                             strcasecmp(v, "off") == 0 || strcasecmp(v, "no") == 0);
-  }();
-  return enabled;
-}
 
 AlgoCache& algo_cache() {
   static AlgoCache* cache = new AlgoCache();  // never destroyed: used until exit

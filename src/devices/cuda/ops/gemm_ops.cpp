@@ -15,12 +15,9 @@
 // KILN_CUDA_GEMV=0 (false/off/no), read once, turns that off (to compare the
 // two paths). At log level debug every product logs which path it took.
 #include <cublasLt.h>
-#include <strings.h>
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -241,17 +238,6 @@ Error prepare_operand(const TensorRef& t, Mat& m, LtOperand& o, DeviceBuffer& ho
   m = logical_transpose ? c.transposed() : c;
   if (!as_operand(m, &o)) return set_error(Error::Internal, "contiguous operand still not usable by cuBLASLt");
   return Error::Ok;
-}
-
-// KILN_CUDA_GEMV=0/false/off/no keeps every product on cuBLASLt. Read once:
-// the environment is not re-scanned on every product.
-bool gemv_enabled() {
-  static const bool enabled = [] {
-    const char* v = std::getenv("KILN_CUDA_GEMV");
-    return v == nullptr || !(std::strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 ||
-                             strcasecmp(v, "off") == 0 || strcasecmp(v, "no") == 0);
-  }();
-  return enabled;
 }
 
 // An addmm addend that is one value per output column, broadcast over the
