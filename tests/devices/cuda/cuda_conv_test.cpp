@@ -1,8 +1,10 @@
 // aoti_torch_cuda_convolution against a direct double-precision host
 // convolution: plain, strided/dilated/grouped, depthwise, 1-d, transposed
 // (with output_padding and groups), channels-last layouts, half types.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <thread>
 #include <vector>
 
 #include "cuda_test_util.h"
@@ -167,6 +169,58 @@ TEST(CudaConvErrors, WeightMismatchIsAnError) {
   EXPECT_EQ(conv(x, w, nullptr, one, 2, zero, 2, one, 2, 0, zero, 2, 1, &y), 1);
   EXPECT_NE(kiln::last_error_message().find("does not match"), std::string::npos) << kiln::last_error_message();
   EXPECT_EQ(y, nullptr);
+}
+
+// A convolution recorded into a CUDA graph on a thread that has never run it
+// has no cuDNN plan there, and plans are not built inside a recording (building
+// tries engines until one runs; a failed try must not land in the graph): the
+// call takes the legacy API. The replay must match the reference. (The thread
+// first runs another convolution eagerly, so its cuDNN handle exists before
+// the recording.)
+TEST(CudaConvCapture, FirstCallOfAThreadInsideARecordingReplaysCorrectly) {
+  auto conv = shim<decltype(&aoti_torch_cuda_convolution)>("aoti_torch_cuda_convolution");
+  ASSERT_EQ(kiln::cuda::set_allow_tf32(false), kiln::Error::Ok);
+  const ConvSpec s{1, 5, 9, 8, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+  const auto x = random_values(static_cast<size_t>(s.N * s.C * s.H * s.W), 71);
+  const auto w = random_values(static_cast<size_t>(s.O * s.C * s.KH * s.KW), 72);
+  const auto want = ref_conv(s, x, w, {});
+  const int64_t one[] = {1, 1}, pad[] = {1, 1}, zero[] = {0, 0};
+  std::thread worker([&] {
+    auto stream = kiln::cuda::create_stream(0);
+    ASSERT_TRUE(stream.ok()) << kiln::last_error_message();
+    {
+      kiln::cuda::StreamGuard guard(0, *stream);
+      ASSERT_EQ(guard.status(), kiln::Error::Ok) << kiln::last_error_message();
+      Handle hx(device_tensor(x, {s.N, s.C, s.H, s.W}, DType::Float32));
+      Handle hw(device_tensor(w, {s.O, s.C, s.KH, s.KW}, DType::Float32));
+      {  // another configuration, eagerly: creates this thread's cuDNN handle
+        Handle hw1(device_tensor(random_values(3 * 5, 73), {3, 5, 1, 1}, DType::Float32));
+        AtenTensorHandle y1 = nullptr;
+        ASSERT_EQ(conv(hx, hw1, nullptr, one, 2, zero, 2, one, 2, 0, zero, 2, 1, &y1), 0) << kiln::last_error_message();
+        Handle h1(y1);
+        ASSERT_EQ(cudaStreamSynchronize(static_cast<cudaStream_t>(*stream)), cudaSuccess);
+      }
+      auto cs = static_cast<cudaStream_t>(*stream);
+      ASSERT_EQ(cudaStreamBeginCapture(cs, cudaStreamCaptureModeRelaxed), cudaSuccess);
+      AtenTensorHandle y = nullptr;
+      const int rc = conv(hx, hw, nullptr, one, 2, pad, 2, one, 2, 0, zero, 2, 1, &y);
+      const std::string message = rc == 0 ? "" : kiln::last_error_message();
+      cudaGraph_t graph = nullptr;
+      const cudaError_t ended = cudaStreamEndCapture(cs, &graph);
+      ASSERT_EQ(rc, 0) << message;
+      ASSERT_EQ(ended, cudaSuccess) << cudaGetErrorString(ended) << ": the recording was invalidated";
+      Handle hy(y);
+      cudaGraphExec_t exec = nullptr;
+      ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+      ASSERT_EQ(cudaGraphLaunch(exec, cs), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(cs), cudaSuccess);
+      expect_close(host_values(hy), want, tolerance(DType::Float32), "replayed convolution");
+      EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+      EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+    }
+    EXPECT_EQ(kiln::cuda::destroy_stream(0, *stream), kiln::Error::Ok);
+  });
+  worker.join();
 }
 
 }  // namespace
