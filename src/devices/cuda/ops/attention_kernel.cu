@@ -591,21 +591,33 @@ __device__ inline void unpack8(const uint4& raw, float (&f)[8]) {
 // Starts copying `n` rows of `width` elements from global `src` (row stride
 // `stride`, 16-byte aligned rows) into shared `dst` (row stride `dst_stride`)
 // with asynchronous 16-byte copies (cp.async on sm_80+), so every load of the
-// tile is in flight at once; the caller commits and waits. Rows n ..
-// kDecodeTile - 1 are zero-filled so keys past the chunk contribute 0 * 0,
-// not 0 * garbage.
+// tile is in flight at once; the caller commits and waits. Rows n .. `fill` -
+// 1 are zero-filled: the readers of the tile never look past `fill` (the
+// tensor-core scores read whole groups of 8 keys, P @ V only the n keys), so
+// the rest of the tile is left as it is.
+//
+// Each thread copies one 16-byte column of every (kDecodeThreads / vecs)-th
+// row when the vectors of a row divide the block (head dims 64, 128, 256):
+// the row and column come from one division per tile instead of one per
+// vector, which was a good part of the kernel's instructions.
 template <typename T>
-__device__ inline void stage_tile(const T* src, int64_t stride, int n, int width, T* dst, int dst_stride) {
+__device__ inline void stage_tile(const T* src, int64_t stride, int n, int fill, int width, T* dst,
+                                  int dst_stride) {
   const int vecs = width / 8;
-  const int total = kDecodeTile * vecs;
-  for (int idx = static_cast<int>(threadIdx.x); idx < total; idx += kDecodeThreads) {
-    const int j = idx / vecs, cv = idx % vecs;
+  const int tid = static_cast<int>(threadIdx.x);
+  const auto put = [&](int j, int cv) {
     T* d = dst + j * dst_stride + cv * 8;
     if (j < n)
       __pipeline_memcpy_async(d, src + j * stride + cv * 8, 16);
     else
       *reinterpret_cast<uint4*>(d) = make_uint4(0u, 0u, 0u, 0u);
+  };
+  if (kDecodeThreads % vecs == 0) {
+    const int rows_per_pass = kDecodeThreads / vecs, cv = tid % vecs;
+    for (int j = tid / vecs; j < fill; j += rows_per_pass) put(j, cv);
+    return;
   }
+  for (int idx = tid; idx < fill * vecs; idx += kDecodeThreads) put(idx / vecs, idx % vecs);
 }
 
 // Where load_decode_queries puts the block's query rows: fp32 rows
@@ -646,8 +658,9 @@ __device__ inline void load_decode_queries(const AttentionParams& p, int64_t h0,
   const T* q = static_cast<const T*>(p.q);
   const int E = static_cast<int>(p.E);
   const int tid = static_cast<int>(threadIdx.x);
+  const int L = static_cast<int>(p.L);  // <= kDecodeRows: 32-bit division is enough
   const auto row_offset = [&](int r) {
-    const int64_t h = h0 + r / p.L, i = r % p.L;
+    const int64_t h = h0 + r / L, i = r % L;
     return b * p.q_strides[0] + h * p.q_strides[1] + i * p.q_strides[2];
   };
   const bool vectors = p.q_strides[3] == 1 && p.q_strides[0] % 8 == 0 && p.q_strides[1] % 8 == 0 &&
@@ -707,14 +720,27 @@ __device__ inline bool decode_scores_on_tensor_cores(int64_t E) {
 #endif
 }
 
-// The finished score of query row r (of the hk group's rows) against the
-// tile's key c (of n valid ones; key n0 + c of the sequence): the dot product scaled, plus the
+// The query head and query index of each of a decode block's rows (row r is
+// head hk * group + r / L, query r % L), worked out once per block: the
+// 64-bit divisions were a large share of the kernel's instructions when every
+// score recomputed them.
+struct DecodeRow {
+  int h, i;
+};
+
+__device__ inline void fill_decode_rows(const AttentionParams& p, int64_t h0, int rows, DecodeRow* row_s) {
+  const int r = static_cast<int>(threadIdx.x);
+  if (r < rows) row_s[r] = DecodeRow{static_cast<int>(h0 + r / p.L), static_cast<int>(r % p.L)};
+}
+
+// The finished score of the query row `row` against the tile's key c (of n
+// valid ones; key n0 + c of the sequence): the dot product scaled, plus the
 // bias, or -inf past the tile's keys and above the causal diagonal. Shared by
 // the tensor-core and scalar score paths so they cannot drift apart.
-__device__ inline float decode_score(const AttentionParams& p, float dot, int r, int c, int n, int64_t n0,
-                                     int64_t hk, int64_t group, int64_t b) {
+__device__ inline float decode_score(const AttentionParams& p, float dot, DecodeRow row, int c, int n, int64_t n0,
+                                     int64_t b) {
   const int64_t key = n0 + c;
-  const int64_t h = hk * group + r / p.L, i = r % p.L;
+  const int64_t h = row.h, i = row.i;
   if (c >= n || (p.causal && key > i)) return -CUDART_INF_F;
   float x = dot * p.scale;
   if (p.bias != nullptr)
@@ -729,7 +755,7 @@ __device__ inline float decode_score(const AttentionParams& p, float dot, int r,
 // the 8 warps cover the whole 64-key tile, so keys past n get -inf as there.
 template <typename T>
 __device__ inline void decode_scores_mma(const AttentionParams& p, const uint16_t* q_t, const T* k_s, int ks,
-                                         int n, int64_t n0, int rows, int64_t hk, int64_t group, int64_t b,
+                                         int n, int64_t n0, int rows, const DecodeRow* row_s, int64_t b,
                                          float* p_s) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   static_assert(kDecodeWarps * 8 == kDecodeTile && kDecodeRows == 16, "one m16 tile of rows, 8 keys per warp");
@@ -754,11 +780,11 @@ __device__ inline void decode_scores_mma(const AttentionParams& p, const uint16_
     const int r = g + (e < 2 ? 0 : 8);               // c0, c1: row g; c2, c3: row g + 8
     const int c = warp * 8 + 2 * t + (e & 1);        // key of the tile
     if (r >= rows) continue;
-    p_s[r * kDecodeTile + c] = decode_score(p, s[e], r, c, n, n0, hk, group, b);
+    p_s[r * kDecodeTile + c] = decode_score(p, s[e], row_s[r], c, n, n0, b);
   }
 #else
   // decode_scores_on_tensor_cores is false for this architecture.
-  (void)p, (void)q_t, (void)k_s, (void)ks, (void)n, (void)n0, (void)rows, (void)hk, (void)group, (void)b, (void)p_s;
+  (void)p, (void)q_t, (void)k_s, (void)ks, (void)n, (void)n0, (void)rows, (void)row_s, (void)b, (void)p_s;
   __trap();
 #endif
 }
@@ -778,6 +804,8 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
   const int64_t c = blockIdx.x, hk = blockIdx.y, b = blockIdx.z;
   const int64_t group = p.Hq / p.Hk;
   const int rows = static_cast<int>(group * p.L);  // <= kDecodeRows (the launcher checks)
+  __shared__ DecodeRow row_s[kDecodeRows];  // published by the first barrier of the key loop, or the one after it
+  fill_decode_rows(p, hk * group, rows, row_s);
 
   // The tensor-core scores read the rows as T from q_t, which takes the
   // place of q_s (16 (E + 8) halves fit in 16 E floats).
@@ -813,15 +841,17 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
   for (int64_t n0 = k0; n0 < k1; n0 += kDecodeTile) {
     const int n = static_cast<int>(k1 - n0 < kDecodeTile ? k1 - n0 : kDecodeTile);
     __syncthreads();  // the previous tile is consumed (first pass: nothing to wait for but q_s order)
-    stage_tile<T>(k + n0 * p.k_strides[2], p.k_strides[2], n, E, k_s, ks);
-    stage_tile<T>(v + n0 * p.v_strides[2], p.v_strides[2], n, Ev, v_s, Ev);
+    // Keys are read in whole groups of 8 (tensor-core scores), values only up to n.
+    const int k_fill = (n + 7) / 8 * 8;
+    stage_tile<T>(k + n0 * p.k_strides[2], p.k_strides[2], n, k_fill, E, k_s, ks);
+    stage_tile<T>(v + n0 * p.v_strides[2], p.v_strides[2], n, n, Ev, v_s, Ev);
     __pipeline_commit();
     __pipeline_wait_prior(0);  // this thread's copies have landed
     __syncthreads();           // everyone's have: tiles and q_s are visible to every thread
 
     // Scores of key sj against this thread's rows (warp-uniform row checks).
     if (mma_scores) {
-      decode_scores_mma<T>(p, q_t, k_s, ks, n, n0, rows, hk, group, b, p_s);
+      decode_scores_mma<T>(p, q_t, k_s, ks, n, n0, rows, row_s, b, p_s);
     } else {
       float dot[kScoreRowsPerThread];
 #pragma unroll
@@ -854,7 +884,7 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
       for (int u = 0; u < kScoreRowsPerThread; ++u) {
         const int r = sr0 + kScoreRowGroups * u;
         if (r >= rows) continue;
-        p_s[r * kDecodeTile + sj] = decode_score(p, dot[u], r, sj, n, n0, hk, group, b);
+        p_s[r * kDecodeTile + sj] = decode_score(p, dot[u], row_s[r], sj, n, n0, b);
       }
     }
     __syncthreads();  // every score of the tile is in p_s
@@ -895,12 +925,12 @@ __global__ void __launch_bounds__(kDecodeThreads) attention_decode_kernel(Attent
 
   // This chunk's partial (max, sum, un-normalised accumulator) per row, in
   // the layout attention_combine_kernel reads.
+  __syncthreads();  // row_s is visible even when the chunk had no keys
 #pragma unroll
   for (int u = 0; u < kDecodeRowsPerWarp; ++u) {
     const int r = warp + kDecodeWarps * u;
     if (r >= rows) continue;
-    const int64_t h = hk * group + r / p.L, i = r % p.L;
-    const int64_t slot = ((b * p.Hq + h) * p.L + i) * a.splits + c;
+    const int64_t slot = ((b * p.Hq + row_s[r].h) * p.L + row_s[r].i) * a.splits + c;
     if (col_ok) {
 #pragma unroll
       for (int x = 0; x < 8; ++x) a.ws_acc[slot * Ev + lane * 8 + x] = acc[u][x];
