@@ -312,22 +312,25 @@ Error convolution(const TensorRef& input, const TensorRef& weight, const TensorR
 
     bool done = false;
     if (cudnn_plans_enabled()) {
-      ConvProblem prob;
-      prob.transposed = transposed;
-      prob.io_type = type;
-      prob.compute_type = input.dtype == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
-      prob.fp32_strict = fp32_strict;
-      prob.x_sizes = x_sizes;
-      prob.x_strides = xs_dense;
-      prob.w_sizes = w_sizes;
-      prob.w_strides = dense_strides_in_order(w_sizes, order);
-      prob.y_sizes = y_sizes;
-      prob.y_strides = y_strides;
-      prob.pad.assign(pad.begin(), pad.end());
-      prob.stride.assign(st.begin(), st.end());
-      prob.dilation.assign(dil.begin(), dil.end());
-      const Error planned = run_planned_convolution(*api, handle, key, prob, ConvPointers{x_ptr, w_ptr, y.data},
-                                                    device, stream);
+      const auto describe = [&] {
+        ConvProblem prob;
+        prob.transposed = transposed;
+        prob.io_type = type;
+        prob.compute_type = input.dtype == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+        prob.fp32_strict = fp32_strict;
+        prob.x_sizes = x_sizes;
+        prob.x_strides = xs_dense;
+        prob.w_sizes = w_sizes;
+        prob.w_strides = dense_strides_in_order(w_sizes, order);
+        prob.y_sizes = y_sizes;
+        prob.y_strides = y_strides;
+        prob.pad.assign(pad.begin(), pad.end());
+        prob.stride.assign(st.begin(), st.end());
+        prob.dilation.assign(dil.begin(), dil.end());
+        return prob;
+      };
+      const Error planned = run_planned_convolution(*api, handle, key, std::cref(describe),
+                                                    ConvPointers{x_ptr, w_ptr, y.data}, device, stream);
       if (planned == Error::Ok)
         done = true;
       else if (planned != Error::NotSupported)

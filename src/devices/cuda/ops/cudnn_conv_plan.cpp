@@ -145,27 +145,39 @@ Result<cudnnBackendDescriptor_t> operation_graph(const CudnnApi& api, cudnnHandl
   const cudnnBackendAttributeType_t scalar = f64 ? CUDNN_TYPE_DOUBLE : CUDNN_TYPE_FLOAT;
   const void* alpha = f64 ? static_cast<const void*>(&one_d) : &one_f;
   const void* beta = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
-  Descriptor op;
-  if (!p.transposed) {
-    KILN_ASSIGN_OR_RETURN(op, make(api, CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR, "cuDNN forward op"));
-    KILN_RETURN_IF_ERROR(op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x, "forward x"));
-    KILN_RETURN_IF_ERROR(op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w, "forward w"));
-    KILN_RETURN_IF_ERROR(op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, y, "forward y"));
-    KILN_RETURN_IF_ERROR(op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, conv, "forward conv"));
-    KILN_RETURN_IF_ERROR(op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, scalar, 1, alpha, "forward alpha"));
-    KILN_RETURN_IF_ERROR(op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, scalar, 1, beta, "forward beta"));
-  } else {
-    // A transposed convolution is the data gradient of the forward one whose
-    // input is our output (dx) and whose output is our input (dy).
-    KILN_ASSIGN_OR_RETURN(op, make(api, CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
-                                   "cuDNN backward-data op"));
-    KILN_RETURN_IF_ERROR(op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX, y, "backward-data dx"));
-    KILN_RETURN_IF_ERROR(op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W, w, "backward-data w"));
-    KILN_RETURN_IF_ERROR(op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY, x, "backward-data dy"));
-    KILN_RETURN_IF_ERROR(op.set_desc(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC, conv, "backward-data conv"));
-    KILN_RETURN_IF_ERROR(op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA, scalar, 1, alpha, "bwd alpha"));
-    KILN_RETURN_IF_ERROR(op.set(CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA, scalar, 1, beta, "bwd beta"));
-  }
+  // The forward and the backward-data operation take the same six
+  // attributes under their own names. A transposed convolution is the data
+  // gradient of the forward one whose input is our output (dx) and whose
+  // output is our input (dy), so its x/y descriptors trade places.
+  struct OpAttributes {
+    cudnnBackendDescriptorType_t kind;
+    cudnnBackendAttributeName_t in, weight, out, conv, alpha, beta;
+    const char* what;
+  };
+  static constexpr OpAttributes kForward{CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                                         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                                         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                                         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+                                         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                                         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                                         CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+                                         "cuDNN forward op"};
+  static constexpr OpAttributes kBackwardData{CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR,
+                                              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+                                              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                                              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+                                              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                                              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                                              CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+                                              "cuDNN backward-data op"};
+  const OpAttributes& a = p.transposed ? kBackwardData : kForward;
+  KILN_ASSIGN_OR_RETURN(Descriptor op, make(api, a.kind, a.what));
+  KILN_RETURN_IF_ERROR(op.set_desc(a.in, x, "convolution input"));
+  KILN_RETURN_IF_ERROR(op.set_desc(a.weight, w, "convolution weight"));
+  KILN_RETURN_IF_ERROR(op.set_desc(a.out, y, "convolution output"));
+  KILN_RETURN_IF_ERROR(op.set_desc(a.conv, conv, "convolution descriptor"));
+  KILN_RETURN_IF_ERROR(op.set(a.alpha, scalar, 1, alpha, "convolution alpha"));
+  KILN_RETURN_IF_ERROR(op.set(a.beta, scalar, 1, beta, "convolution beta"));
   KILN_RETURN_IF_ERROR(op.finalize("cuDNN convolution operation"));
 
   KILN_ASSIGN_OR_RETURN(Descriptor graph, make(api, CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, "cuDNN operation graph"));
@@ -279,7 +291,8 @@ using PlanCache = std::unordered_map<std::string, std::unique_ptr<Plan>>;
 }  // namespace
 
 Error run_planned_convolution(const CudnnApi& api, cudnnHandle_t handle, const std::string& key,
-                              const ConvProblem& p, const ConvPointers& ptrs, int device, cudaStream_t stream) {
+                              const std::function<ConvProblem()>& describe, const ConvPointers& ptrs, int device,
+                              cudaStream_t stream) {
   // Per thread, like the handle the plans are built with. Never destroyed
   // (see cudnn_handle): the plans stay valid until exit.
   thread_local PlanCache* cache = new PlanCache();
@@ -298,7 +311,7 @@ Error run_planned_convolution(const CudnnApi& api, cudnnHandle_t handle, const s
     return set_error(Error::NotSupported, "cuDNN plans are not built during CUDA graph capture");
   if (cache->size() >= kMaxPlans) cache->clear();
   auto plan = std::make_unique<Plan>();
-  const Error status = build_and_run(api, handle, p, ptrs, device, stream, *plan);
+  const Error status = build_and_run(api, handle, describe(), ptrs, device, stream, *plan);
   if (status == Error::Ok || plan->none) cache->emplace(full_key, std::move(plan));
   return status;
 }

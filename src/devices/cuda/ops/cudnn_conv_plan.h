@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -42,13 +43,17 @@ struct ConvPointers {
   void* y = nullptr;
 };
 
-/// Runs `p` on `stream` with the plan cached under `key` for this thread
-/// (built on the first call; `key` must identify everything in `p`). Ok when
+/// Runs the convolution `describe()` returns on `stream` with the plan cached
+/// under `key` for this thread (built on the first call; `key` must identify
+/// everything in the problem). `describe` is called only to build a plan, so
+/// a cached call fills no ConvProblem (nine vectors); pass a lambda through
+/// std::cref so that the std::function does not allocate either. Ok when
 /// the convolution was enqueued. NotSupported when `stream` is capturing and
 /// this thread has no plan yet, or when cuDNN's backend API has no
 /// engine for it, remembered for the key, so that the caller can take the
 /// legacy API from then on without asking again; other errors as they come.
 Error run_planned_convolution(const CudnnApi& api, cudnnHandle_t handle, const std::string& key,
-                              const ConvProblem& p, const ConvPointers& ptrs, int device, cudaStream_t stream);
+                              const std::function<ConvProblem()>& describe, const ConvPointers& ptrs, int device,
+                              cudaStream_t stream);
 
 }  // namespace kiln::cudadev
