@@ -317,14 +317,20 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
     }
   }
 
+  // Where the result goes, decided once: out itself when it is column- or
+  // row-major (then computed as out^T), else a contiguous temporary copied
+  // back at the end.
+  enum class OutLayout { ColumnMajor, RowMajor, Temporary };
+  int64_t ld = 0;
+  const OutLayout layout = as_column_major(mc, &ld)              ? OutLayout::ColumnMajor
+                           : as_column_major(mc.transposed(), &ld) ? OutLayout::RowMajor
+                                                                   : OutLayout::Temporary;
   // A row bias goes to cuBLASLt's bias epilogue when out is row-major (the
   // product is computed as out^T, whose rows are out's columns), the bias is
   // a contiguous, 16-byte aligned vector and beta is 1; otherwise it is first
   // copied into out, broadcast, and added through beta like any addend.
-  int64_t ld_probe = 0;
-  const bool out_row_major = !as_column_major(mc, &ld_probe) && as_column_major(mc.transposed(), &ld_probe);
   const bool bias_epilogue = bias.ptr != nullptr && beta == 1.0f && bias.stride == 1 && batch == 1 &&
-                             out_row_major && alignment_of(bias.ptr, 0) >= 16;
+                             layout == OutLayout::RowMajor && alignment_of(bias.ptr, 0) >= 16;
   KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": cuBLASLt" +
                       (bias_epilogue ? ", bias in the epilogue" : bias.ptr != nullptr ? ", bias copied into out" : "") +
                       " (GEMV kernel not used: " + no_gemv + ")");
@@ -335,29 +341,21 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
   };
   if (bias.ptr != nullptr && !bias_epilogue) KILN_RETURN_IF_ERROR(copy_bias_into_out());
 
-  // Where the result goes: out itself when it is column- or row-major, else a
-  // contiguous temporary copied back at the end.
   DeviceBuffer temp_out;
   Mat md = mc;
-  int64_t ld = 0;
-  bool row_major = false;
-  if (!as_column_major(md, &ld)) {
-    if (as_column_major(md.transposed(), &ld)) {
-      row_major = true;
+  if (layout == OutLayout::Temporary) {
+    const auto strides = contiguous_strides_of(out.sizes);
+    if (beta != 0.0f) {
+      KILN_ASSIGN_OR_RETURN(temp_out, copy_to_layout(out, strides, stream));
     } else {
-      const auto strides = contiguous_strides_of(out.sizes);
-      if (beta != 0.0f) {
-        KILN_ASSIGN_OR_RETURN(temp_out, copy_to_layout(out, strides, stream));
-      } else {
-        KILN_ASSIGN_OR_RETURN(temp_out, DeviceBuffer::allocate(static_cast<size_t>(out.numel()) * out.element_bytes(),
-                                                               device, stream));
-      }
-      md = Mat{temp_out.get(), M, N, strides[n - 2], strides[n - 1], n == 3 ? strides[0] : 0};
-      if (batch == 1) md.bs = 0;
-      row_major = true;
-      ld = strides[n - 2];
+      KILN_ASSIGN_OR_RETURN(temp_out, DeviceBuffer::allocate(static_cast<size_t>(out.numel()) * out.element_bytes(),
+                                                             device, stream));
     }
+    md = Mat{temp_out.get(), M, N, strides[n - 2], strides[n - 1], n == 3 ? strides[0] : 0};
+    if (batch == 1) md.bs = 0;
+    ld = strides[n - 2];
   }
+  const bool row_major = layout != OutLayout::ColumnMajor;  // a temporary is row-major too
 
   DeviceBuffer hold_a, hold_b;
   LtOperand oa, ob;
