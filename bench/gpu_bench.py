@@ -526,6 +526,58 @@ def run_engine(engine_name: str, bm_name: str, bm, paths, args, timer, reference
     return row
 
 
+HEAD_TO_HEAD_ENGINES = ("kiln", "kiln_graphs", "aoti")
+
+
+def head_to_head(bm_name: str, bm, paths, args, timer, reference, kcuda) -> dict | None:
+    """The headline inputs timed with the engines' calls interleaved.
+
+    run_engine times one engine after another, so a drift of the machine's speed during
+    the run (clocks, the host, other work on the GPU) lands on whichever engine ran then:
+    run to run the same engine moved by 10-30 % on the GPU machine, enough to flip a
+    ratio near 1. Here kiln, kiln_graphs and the AOTI loader are loaded together and
+    called round robin, one timed call each per round, the order rotated every round, so
+    every engine sees the same machine. The per-call targets use these medians where
+    they exist. Returns None when fewer than two of the engines are asked for."""
+    names = [e for e in HEAD_TO_HEAD_ENGINES if e in args.engines and (e != "kiln_graphs" or args.device == "cuda")]
+    if len(names) < 2 or args.interleaved_rounds <= 0:
+        return None
+    res: dict = {"engines": names, "rounds": args.interleaved_rounds, "points": {}, "error": None}
+    engines: dict = {}
+    try:
+        for name in names:
+            if name == "aoti":
+                engines[name] = AotiEngine(paths["pt2"], read_stamp(Path(args.workdir), bm_name, args) or {})
+            else:
+                engines[name] = KilnEngine(paths["kiln"], args, name == "kiln_graphs", kcuda)
+        for point in bm.headline:
+            inputs = reference["inputs"][point]
+            samples: dict = {n: [] for n in names}
+            for n in names:  # warm-up (CUDA graphs record here)
+                for _ in range(args.warmup):
+                    engines[n].call(list(inputs))
+            timer.sync()
+            for r in range(args.interleaved_rounds):
+                k = r % len(names)
+                for n in names[k:] + names[:k]:
+                    samples[n].append(timer.call_ms(lambda: engines[n].call(list(inputs))))
+            res["points"][point] = {n: {"p50_ms": _quantile(sorted(v), 0.5), "p90_ms": _quantile(sorted(v), 0.9),
+                                        "min_ms": min(v), "calls": len(v)} for n, v in samples.items()}
+            log("  interleaved " + point + ": " +
+                ", ".join(f"{n} {res['points'][point][n]['p50_ms']:.3f}" for n in names) + " ms p50")
+    except Exception as e:
+        res["error"] = f"{type(e).__name__}: {e}"[:3000]
+        log(f"  interleaved: ERROR {res['error'].splitlines()[0]}")
+        traceback.print_exc()
+    finally:
+        for engine in engines.values():
+            engine.close()
+        if args.device == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+    return res
+
+
 def memory_row(engine_name, bm, free_before, base_alloc, kcuda) -> dict:
     """GPU memory of one engine after its runs.
 
@@ -744,6 +796,10 @@ def run_model(name: str, args, checkpoint=lambda out: None) -> dict:
     for engine in engines:
         out["engines"][engine] = run_engine(engine, name, bm, paths, args, timer, reference, kcuda)
         checkpoint(out)
+    h2h = head_to_head(name, bm, paths, args, timer, reference, kcuda)
+    if h2h is not None:
+        out["interleaved"] = h2h
+        checkpoint(out)
     if "kiln_cli" in args.engines:
         log("  kiln run CLI")
         out["kiln_cli"] = kiln_cli_timing(paths["kiln"], args)
@@ -824,7 +880,7 @@ def child_cmd(args, role: str, name: str, result_path: Path) -> list[str]:
     cmd = [sys.executable, __file__, role, name, "--_result", str(result_path)]
     for key in ("device", "dtype", "mode", "workdir", "iters", "warmup", "compile_mode", "kiln_stream",
                 "kiln_fuse_projections", "kiln_fuse_norm_linear", "combo_kernels", "cold_runs",
-                "budget_s"):
+                "interleaved_rounds", "budget_s"):
         cmd += [f"--{key.replace('_', '-')}", str(getattr(args, key))]
     cmd += ["--engines", ",".join(args.engines), "--cold-models", ",".join(args.cold_models),
             "--concurrency-models", ",".join(args.concurrency_models),
@@ -853,6 +909,9 @@ def parse_args(argv=None):
     ap.add_argument("--force-export", action="store_true")
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--interleaved-rounds", type=int, default=100,
+                    help="rounds of the head-to-head timing (kiln, kiln_graphs, aoti called in turn on the "
+                         "headline inputs; 0: off)")
     ap.add_argument("--engines", default=",".join(ENGINES + ("kiln_cli",)))
     ap.add_argument("--compile-mode", default="default",
                     help="torch.compile mode: default, max-autotune-no-cudagraphs, reduce-overhead, ...")

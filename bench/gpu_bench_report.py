@@ -28,6 +28,18 @@ def _p50(model: dict, engine: str, point: str) -> float | None:
     return ((row.get("points") or {}).get(point) or {}).get("p50_ms")
 
 
+def _p50_paired(model: dict, engine: str, point: str) -> tuple[float | None, str]:
+    """The engine's p50 for a ratio target: from the interleaved head-to-head timing
+    when the run made one (gpu_bench.head_to_head: the engines called in turn, so a
+    drift of the machine's speed falls on all of them), else from its own run."""
+    h2h = model.get("interleaved") or {}
+    if not h2h.get("error"):
+        p50 = (((h2h.get("points") or {}).get(point) or {}).get(engine) or {}).get("p50_ms")
+        if p50 is not None:
+            return p50, "interleaved"
+    return _p50(model, engine, point), "sequential"
+
+
 def _target(name, model, measured, goal, lower_is_better, detail="") -> dict:
     met = None if measured is None else (measured <= goal if lower_is_better else measured >= goal)
     return {"target": name, "model": model, "measured": measured,
@@ -41,29 +53,31 @@ def targets(results: dict) -> list[dict]:
         if m.get("error"):
             continue
         for point in m.get("headline") or []:
-            aoti = _p50(m, "aoti", point)
+            aoti, how_aoti = _p50_paired(m, "aoti", point)
             for engine in ("kiln", "kiln_graphs"):
-                kiln = _p50(m, engine, point)
+                kiln, how = _p50_paired(m, engine, point)
                 if engine == "kiln_graphs" and kiln is None:
                     continue
                 ratio = kiln / aoti if kiln and aoti else None
-                out.append(_target(f"per call {engine} / AOTI loader", f"{name} {point}", ratio, PER_CALL_GOAL, True))
+                out.append(_target(f"per call {engine} / AOTI loader", f"{name} {point}", ratio, PER_CALL_GOAL, True,
+                                   how if how == how_aoti else f"{how} / {how_aoti}"))
         if name.endswith("decode"):
             point = (m.get("headline") or [None])[0]
-            kiln, graphs, aoti = (_p50(m, e, point) for e in ("kiln", "kiln_graphs", "aoti"))
+            (kiln, how), (graphs, _), (aoti, _) = (_p50_paired(m, e, point) for e in ("kiln", "kiln_graphs", "aoti"))
             out.append(_target("decode with CUDA graphs / AOTI loader", name,
                                graphs / aoti if graphs and aoti else None, GRAPHS_VS_LOADER_GOAL, True,
-                               "" if graphs else _engine_error(m, "kiln_graphs")))
+                               how if graphs else _engine_error(m, "kiln_graphs")))
             out.append(_target("decode speed-up of CUDA graphs (kiln / kiln_graphs)", name,
                                kiln / graphs if kiln and graphs else None, GRAPHS_SPEEDUP_GOAL, False,
-                               "" if graphs else _engine_error(m, "kiln_graphs")))
+                               how if graphs else _engine_error(m, "kiln_graphs")))
             bytes_per_token = (m.get("weight_bytes") or 0) + (m.get("kv_bytes") or 0)
             peak = bw.get("d2d_GBps")
             for engine in ("kiln_graphs", "kiln", "aoti"):
-                t = _p50(m, engine, point)
+                t, how = _p50_paired(m, engine, point)
                 frac = bytes_per_token / (t * 1e-3) / 1e9 / peak if t and peak else None
                 out.append(_target(f"decode HBM roofline fraction ({engine})", name, frac, ROOFLINE_GOAL, False,
-                                   f"{bytes_per_token / 1e9:.3f} GB/token over {peak or 0:.0f} GB/s copy bandwidth"))
+                                   f"{bytes_per_token / 1e9:.3f} GB/token over {peak or 0:.0f} GB/s copy bandwidth"
+                                   f" ({how})"))
         cold = m.get("cold_start") or {}
         if cold:
             out.append(_target("cold start kiln run / python + aoti_load_package", name, cold.get("ratio"),
@@ -132,6 +146,23 @@ def markdown(results: dict) -> str:
             rows.append([name, "", "INCOMPLETE", m["incomplete"][:160], "", "", "", "", "", "", ""])
     parts.append(_table(["model", "input", "engine", "p50 ms", "p90 ms", "throughput", "GPU MB (device)",
                          "GPU MB (allocator)", "load s", "p50 / AOTI loader", "max rel err vs eager"], rows))
+    h2h_rows = []
+    for name, m in (results.get("models") or {}).items():
+        h2h = m.get("interleaved") or {}
+        if h2h.get("error"):
+            h2h_rows.append([name, "", "ERROR", h2h["error"].splitlines()[0][:160], "", "", ""])
+        for point, by_engine in (h2h.get("points") or {}).items():
+            aoti = (by_engine.get("aoti") or {}).get("p50_ms")
+            for engine, r in by_engine.items():
+                ratio = r["p50_ms"] / aoti if aoti else None
+                h2h_rows.append([name, point, engine, _f(r.get("p50_ms")), _f(r.get("p90_ms")), r.get("calls"),
+                                 _f(ratio, "{:.2f}x")])
+    if h2h_rows:
+        parts += ["", "## Head to head (headline inputs, calls interleaved)", "",
+                  "kiln, kiln_graphs and the AOTI loader loaded together and called in turn, one timed call each "
+                  "per round, the order rotated every round: a drift of the machine's speed falls on every "
+                  "engine alike. The ratio targets below use these medians where they exist.", ""]
+        parts.append(_table(["model", "input", "engine", "p50 ms", "p90 ms", "calls", "p50 / AOTI loader"], h2h_rows))
     tg = results.get("targets") or []
     if tg:
         parts += ["", "## Targets", ""]

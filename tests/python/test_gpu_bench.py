@@ -64,6 +64,32 @@ def test_targets_ratios_and_verdicts():
     assert not [x for x in t if x["model"].startswith("resnet50") and "kiln_graphs" in x["target"]]
 
 
+def test_ratio_targets_prefer_the_interleaved_timing():
+    results = _results()
+    results["models"]["gemma3_decode"]["interleaved"] = {
+        "engines": ["kiln", "kiln_graphs", "aoti"], "rounds": 100, "error": None,
+        "points": {"p": {"kiln": {"p50_ms": 1.1, "p90_ms": 1.2, "calls": 100},
+                         "kiln_graphs": {"p50_ms": 0.8, "p90_ms": 0.85, "calls": 100},
+                         "aoti": {"p50_ms": 1.25, "p90_ms": 1.3, "calls": 100}}}}
+    # A failed head-to-head falls back to each engine's own run.
+    results["models"]["resnet50"]["interleaved"] = {"error": "RuntimeError: out of memory", "points": {}}
+    t = report.targets(results)
+    per_call = by_name(t, "per call kiln / AOTI loader", "gemma3_decode")
+    assert per_call["measured"] == pytest.approx(1.1 / 1.25) and per_call["met"] is True
+    assert per_call["detail"] == "interleaved"
+    assert by_name(t, "decode speed-up of CUDA graphs (kiln / kiln_graphs)", "gemma3")["measured"] == \
+        pytest.approx(1.1 / 0.8)
+    roof = by_name(t, "decode HBM roofline fraction (kiln_graphs)", "gemma3")
+    assert roof["measured"] == pytest.approx(2.1e9 / 0.8e-3 / 1e9 / 3000.0) and "(interleaved)" in roof["detail"]
+    resnet = by_name(t, "per call kiln / AOTI loader", "resnet50")
+    assert resnet["measured"] == pytest.approx(2.0 / 2.5) and resnet["detail"] == "sequential"
+    results["targets"] = t
+    md = report.markdown(results)
+    assert "## Head to head" in md
+    assert "| gemma3_decode | p | kiln_graphs | 0.800 | 0.850 | 100 | 0.64x |" in md
+    assert "| resnet50 |  | ERROR | RuntimeError: out of memory |" in md
+
+
 def test_markdown_lists_every_engine_and_error():
     results = _results()
     results["targets"] = report.targets(results)
