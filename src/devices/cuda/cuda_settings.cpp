@@ -2,25 +2,28 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
+#include <optional>
 #include <strings.h>
 
 namespace kiln::cudadev {
 namespace {
 
-// An on-by-default switch: off only when `name` is 0, false, off or no.
-bool env_not_off(const char* name) noexcept {
+// A switch in the environment: true for 1/true/on/yes, false for
+// 0/false/off/no (any case), nullopt when unset or anything else.
+std::optional<bool> env_switch(const char* name) noexcept {
   const char* v = std::getenv(name);
-  return v == nullptr || !(std::strcmp(v, "0") == 0 || strcasecmp(v, "false") == 0 ||
-                           strcasecmp(v, "off") == 0 || strcasecmp(v, "no") == 0);
+  if (v == nullptr) return std::nullopt;
+  const auto is = [v](const char* word) { return strcasecmp(v, word) == 0; };
+  if (is("1") || is("true") || is("on") || is("yes")) return true;
+  if (is("0") || is("false") || is("off") || is("no")) return false;
+  return std::nullopt;
 }
 
-bool env_allows_tf32() noexcept {
-  const char* v = std::getenv("KILN_CUDA_ALLOW_TF32");
-  if (v == nullptr) return false;
-  return std::strcmp(v, "1") == 0 || strcasecmp(v, "true") == 0 || strcasecmp(v, "on") == 0 ||
-         strcasecmp(v, "yes") == 0;
-}
+// Off by default: on only when switched on.
+bool env_allows_tf32() noexcept { return env_switch("KILN_CUDA_ALLOW_TF32") == true; }
+
+// On by default: off only when switched off.
+bool env_not_off(const char* name) noexcept { return env_switch(name) != false; }
 
 std::atomic<bool>& flag() noexcept {
   static std::atomic<bool> value{env_allows_tf32()};

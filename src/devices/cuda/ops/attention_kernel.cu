@@ -10,6 +10,7 @@
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/ops/attention_kernel.h"
 #include "devices/cuda/ops/attention_mma_kernel.h"
+#include "devices/cuda/ops/element_convert.cuh"
 #include "devices/cuda/ops/mma_m16n8k16.cuh"
 
 namespace kiln::cudadev {
@@ -28,13 +29,10 @@ __device__ inline void store_f(float* p, int64_t i, float v) { p[i] = v; }
 __device__ inline void store_f(__half* p, int64_t i, float v) { p[i] = __float2half_rn(v); }
 __device__ inline void store_f(__nv_bfloat16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
 
+// An additive bias element, or a boolean keep-mask as 0 / -inf.
 __device__ inline float load_bias(const void* p, DType t, int64_t i) {
-  switch (t) {
-    case DType::Bool: return static_cast<const bool*>(p)[i] ? 0.0f : -CUDART_INF_F;
-    case DType::Float16: return __half2float(static_cast<const __half*>(p)[i]);
-    case DType::BFloat16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    default: return static_cast<const float*>(p)[i];
-  }
+  if (t == DType::Bool) return static_cast<const bool*>(p)[i] ? 0.0f : -CUDART_INF_F;
+  return load_as_float(p, t, i);
 }
 
 __device__ inline float warp_max(float v) {

@@ -1,16 +1,31 @@
 // Device-side conversions between the floating element types Kiln's CUDA
 // kernels take (float32, float16, bfloat16) and the float32 they compute in.
-// Shared by the element-wise kernels (bias_kernel.cu, gemv_kernel.cu).
+// Shared by the element-wise kernels (bias_kernel.cu, gemv_kernel.cu) and the
+// attention kernels.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "kiln/dtype.h"
 
 namespace kiln::cudadev {
 
 __device__ inline float to_float(float v) { return v; }
 __device__ inline float to_float(__half v) { return __half2float(v); }
 __device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+/// Element i of a float16/bfloat16/float32 array whose dtype is known only at
+/// run time (any other dtype is read as float32), as float32.
+__device__ inline float load_as_float(const void* p, DType dtype, int64_t i) {
+  switch (dtype) {
+    case DType::BFloat16: return to_float(static_cast<const __nv_bfloat16*>(p)[i]);
+    case DType::Float16: return to_float(static_cast<const __half*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
+}
 
 /// Rounds to nearest even, as torch does when it stores a float32 result.
 template <typename T>

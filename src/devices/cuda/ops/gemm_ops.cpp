@@ -247,30 +247,15 @@ struct RowBias {
   int64_t stride = 0;
 };
 
-// The GEMV kernel's view of out = a @ b: b's column n is the weight row n.
+// The GEMV kernel's view of out = a @ b (+ bias): b's column n is the weight row n.
 GemvParams gemv_params(DType dtype, int64_t batch, const Mat& a, const Mat& b, const Mat& out, float alpha,
-                       float beta) {
-  GemvParams g;
-  g.a = a.ptr;
-  g.w = b.ptr;
-  g.out = out.ptr;
-  g.dtype = dtype;
-  g.batch = batch;
-  g.M = out.rows;
-  g.N = out.cols;
-  g.K = a.cols;
-  g.lda = a.rs;
-  g.a_ks = a.cs;
-  g.a_bs = a.bs;
-  g.ldw = b.cs;
-  g.w_ks = b.rs;
-  g.w_bs = b.bs;
-  g.out_rs = out.rs;
-  g.out_cs = out.cs;
-  g.out_bs = out.bs;
-  g.alpha = alpha;
-  g.beta = beta;
-  return g;
+                       float beta, RowBias bias) {
+  return GemvParams{.a = a.ptr, .w = b.ptr, .out = out.ptr, .dtype = dtype, .batch = batch,
+                    .M = out.rows, .N = out.cols, .K = a.cols,
+                    .lda = a.rs, .a_ks = a.cs, .a_bs = a.bs,
+                    .ldw = b.cs, .w_ks = b.rs, .w_bs = b.bs,
+                    .out_rs = out.rs, .out_cs = out.cs, .out_bs = out.bs,
+                    .alpha = alpha, .beta = beta, .bias = bias.ptr, .bias_stride = bias.stride};
 }
 
 std::string describe_product(DType dtype, int64_t batch, int64_t M, int64_t N, int64_t K) {
@@ -305,9 +290,7 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
   // out through its strides directly, so no operand or output is copied.
   const char* no_gemv = "disabled by KILN_CUDA_GEMV";
   if (gemv_enabled()) {
-    GemvParams g = gemv_params(out.dtype, batch, ma, mb, mc, alpha, beta);
-    g.bias = bias.ptr;
-    g.bias_stride = bias.stride;
+    const GemvParams g = gemv_params(out.dtype, batch, ma, mb, mc, alpha, beta, bias);
     no_gemv = gemv_unsupported(g);
     if (no_gemv == nullptr) {
       KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": GEMV kernel" +
@@ -370,15 +353,13 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
     Mat xt = mb.transposed(), yt = ma.transposed();
     KILN_RETURN_IF_ERROR(prepare_operand(b, xt, ob, hold_b, stream, true));
     KILN_RETURN_IF_ERROR(prepare_operand(a, yt, oa, hold_a, stream, true));
-    if (bias_epilogue) {
-      err = lt_matmul(out.dtype, device, stream, batch, xt, ob, yt, oa, md.transposed(), ld, alpha, 0.0f, bias.ptr);
-      if (err == Error::NotSupported) {  // no algorithm with the epilogue: add the bias as an addend
-        KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": no cuBLASLt algorithm with a bias "
-                                                                      "epilogue; bias copied into out");
-        KILN_RETURN_IF_ERROR(copy_bias_into_out());
-        err = lt_matmul(out.dtype, device, stream, batch, xt, ob, yt, oa, md.transposed(), ld, alpha, beta);
-      }
-    } else {
+    // With the epilogue out holds no addend yet: beta 0, the bias added by cuBLASLt.
+    err = lt_matmul(out.dtype, device, stream, batch, xt, ob, yt, oa, md.transposed(), ld, alpha,
+                    bias_epilogue ? 0.0f : beta, bias_epilogue ? bias.ptr : nullptr);
+    if (bias_epilogue && err == Error::NotSupported) {  // no algorithm with the epilogue: add the bias as an addend
+      KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": no cuBLASLt algorithm with a bias "
+                                                                    "epilogue; bias copied into out");
+      KILN_RETURN_IF_ERROR(copy_bias_into_out());
       err = lt_matmul(out.dtype, device, stream, batch, xt, ob, yt, oa, md.transposed(), ld, alpha, beta);
     }
   }

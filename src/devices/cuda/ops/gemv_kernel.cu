@@ -79,15 +79,6 @@ __device__ inline void store(const GemvParams& p, int64_t b, int64_t m, int64_t 
   *o = from_float<T>(v);
 }
 
-// One element of the norm weight, as float.
-__device__ inline float norm_weight_at(const GemvParams& p, int64_t k) {
-  switch (p.norm_dtype) {
-    case DType::BFloat16: return to_float(static_cast<const __nv_bfloat16*>(p.norm_weight)[k]);
-    case DType::Float16: return to_float(static_cast<const __half*>(p.norm_weight)[k]);
-    default: return static_cast<const float*>(p.norm_weight)[k];
-  }
-}
-
 // The RMSNorm prologue: rows 0..M-1 of a (batch 0), normalised and rounded
 // to T, into a_s [M][K]. All threads of the block take part. Each thread
 // reads whole 16-byte vectors (a 2048-wide bfloat16 row is one per thread),
@@ -131,7 +122,7 @@ __device__ void normalise_rows(const GemvParams& p, T* a_s) {
       memcpy(in, &x, sizeof(x));
 #pragma unroll
       for (int j = 0; j < kVec; ++j)
-        out[j] = from_float<T>(to_float(in[j]) * inv_rms[m] * (norm_weight_at(p, v * kVec + j) + p.norm_offset));
+        out[j] = from_float<T>(to_float(in[j]) * inv_rms[m] * (load_as_float(p.norm_weight, p.norm_dtype, v * kVec + j) + p.norm_offset));
       uint4 y;
       memcpy(&y, out, sizeof(y));
       dst[v] = y;

@@ -49,24 +49,10 @@ Error rms_norm_linear(const TensorRef& x, const TensorRef& g, const TensorRef& w
                                                     static_cast<int32_t>(DeviceType::CUDA), x.device_index));
   KILN_ASSIGN_OR_RETURN(TensorRef y, read_tensor(out.get(), "result"));
   if (rows > 0 && n > 0) {
-    GemvParams p;
-    p.a = x.data;
-    p.w = w.data;
-    p.out = y.data;
-    p.dtype = x.dtype;
-    p.M = rows;
-    p.N = n;
-    p.K = k;
-    p.lda = k;
-    p.a_ks = 1;
-    p.ldw = w.strides[0];
-    p.w_ks = w.strides[1];
-    p.out_rs = n;
-    p.out_cs = 1;
-    p.norm_weight = g.data;
-    p.norm_dtype = g.dtype;
-    p.norm_eps = static_cast<float>(eps);
-    p.norm_offset = static_cast<float>(offset);
+    const GemvParams p{.a = x.data, .w = w.data, .out = y.data, .dtype = x.dtype, .M = rows, .N = n, .K = k,
+                       .lda = k, .ldw = w.strides[0], .w_ks = w.strides[1], .out_rs = n,
+                       .norm_weight = g.data, .norm_dtype = g.dtype, .norm_eps = static_cast<float>(eps),
+                       .norm_offset = static_cast<float>(offset)};
     if (const char* why = gemv_unsupported(p))
       return set_error(Error::NotSupported, std::string("rms_norm_linear: the fused GEMV does not take x ") +
                                                 x.describe() + " and weight " + w.describe() + ": " + why);
