@@ -108,7 +108,8 @@ void close_source(Source& s) {
 int main(int argc, char** argv) {
   const double gib = argc > 1 ? std::atof(argv[1]) : 2.25;
   const size_t size = static_cast<size_t>(gib * (1ull << 30)) & ~size_t{4095};
-  const std::string path = "/tmp/kiln_h2d_bench.bin";
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string path = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/kiln_h2d_bench.bin";
   {
     // Random bytes, written once; reading them back leaves them in the page cache.
     std::vector<char> block(64 << 20);

@@ -69,6 +69,14 @@ MethodInfo method(const std::string& name, const std::string& device, const std:
   return m;
 }
 
+// Removes the named files when it goes out of scope, on every return path.
+struct RemovedOnExit {
+  std::vector<std::string> paths;
+  ~RemovedOnExit() {
+    for (const auto& path : paths) std::remove(path.c_str());
+  }
+};
+
 bool check(Error err, const char* what) {
   if (err == Error::Ok) return true;
   std::fprintf(stderr, "fuzz_seed_corpus: %s: %s\n", what, kiln::last_error_message().c_str());
@@ -97,15 +105,16 @@ bool write_program_seeds(const std::string& dir, const std::vector<uint8_t>& elf
         !check(w.add_named_data("w2", pattern(100, 5), 64, /*external=*/true), "w2") ||
         !check(w.add_method(method("forward", "cpu", "lib", "w")), "forward"))
       return false;
+    // Written as two files, then joined into one seed; neither file stays in
+    // the corpus directory, whatever fails.
     const std::string program = dir + "/external.tmp", data = dir + "/external.tmp.data";
+    const RemovedOnExit written{{program, data}};
     if (!check(w.write(program, data), "write") ||
         !check(kiln::ProgramFile::open(program, {data}).error(), "external.kiln"))
       return false;
     std::vector<uint8_t> joined = read_file(program);
     const std::vector<uint8_t> data_bytes = read_file(data);
     joined.insert(joined.end(), data_bytes.begin(), data_bytes.end());
-    std::remove(program.c_str());
-    std::remove(data.c_str());
     if (!write_file(dir + "/external.kiln", joined)) return false;
   }
   {

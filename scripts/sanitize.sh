@@ -36,6 +36,7 @@ echo "[kiln sanitize] ctest (ASan+UBSan)"
 # checks stay on.
 rss_tests='LoadUnloadCyclesLeaveNothingBehind'
 ctest_log=$(mktemp)
+trap 'rm -f "$ctest_log"' EXIT
 (cd "$build_dir" && ctest --output-on-failure -LE gpu -E "$rss_tests" -j "$(nproc)") 2>&1 | tee "$ctest_log"
 (cd "$build_dir" && ASAN_OPTIONS="$ASAN_OPTIONS:quarantine_size_mb=0:thread_local_quarantine_size_kb=0:detect_stack_use_after_return=0" \
   ctest --output-on-failure -LE gpu -R "$rss_tests") 2>&1 | tee -a "$ctest_log"

@@ -3,13 +3,13 @@
 // tests/python/test_embed_example.py.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "basic_tokenizer.h"
 #include "bert_tokenizer.h"
+#include "common/temp_dir.h"
 #include "utf8.h"
 #include "wordpiece.h"
 
@@ -29,18 +29,15 @@ std::vector<std::string> words_utf8(std::string_view text) {
 // A vocab.txt (id = line number) written for one test and removed after it.
 class TempVocab {
  public:
-  explicit TempVocab(const std::vector<std::string>& tokens)
-      : path_(std::filesystem::temp_directory_path() /
-              (std::string("kiln_embed_vocab_") + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
-               ".txt")) {
+  explicit TempVocab(const std::vector<std::string>& tokens) : path_(dir_.file("vocab.txt")) {
     std::ofstream file(path_);
     for (const auto& t : tokens) file << t << "\n";
   }
-  ~TempVocab() { std::filesystem::remove(path_); }
-  std::string path() const { return path_.string(); }
+  const std::string& path() const { return path_; }
 
  private:
-  std::filesystem::path path_;
+  kiln::testing_util::TempDir dir_{"kiln-embed-vocab"};
+  std::string path_;
 };
 
 TEST(Utf8, DecodesValidSequencesAndReplacesInvalidOnes) {

@@ -16,7 +16,8 @@ namespace kiln {
 namespace {
 
 TEST(AotiMethod, RunsTheLibraryWithItsWeights) {
-  auto path = write_program(KILN_FAKE_MODEL_PATH, 3.0f, "fake");
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_PATH, 3.0f, "fake");
   Module module(path);
   ASSERT_EQ(module.load(), Error::Ok) << last_error_message();
   std::vector<float> x = {1, 2, 3, 4, 5};
@@ -26,7 +27,6 @@ TEST(AotiMethod, RunsTheLibraryWithItsWeights) {
   ASSERT_EQ((*out)[0].sizes(), std::vector<int64_t>{5});
   for (size_t i = 0; i < x.size(); ++i) EXPECT_EQ((*out)[0].data<float>()[i], 3.0f * x[i]);
   EXPECT_EQ(x[0], 1.0f);  // the caller's input is untouched
-  std::filesystem::remove(path);
 }
 
 // Two methods with different libraries, loaded one after the other: each must
@@ -49,7 +49,8 @@ TEST(AotiMethod, EachMethodRunsItsOwnLibrary) {
   }
   float scale = 2.0f;
   ASSERT_EQ(writer.add_named_data("weights", std::span(reinterpret_cast<const uint8_t*>(&scale), 4)), Error::Ok);
-  auto path = (std::filesystem::temp_directory_path() / ("two-libs-" + std::to_string(getpid()) + ".kiln")).string();
+  const testing_util::TempDir dir;
+  const std::string path = dir.file("two-libs.kiln");
   ASSERT_EQ(writer.write(path), Error::Ok) << last_error_message();
   Module module(path);
   std::vector<float> x = {1, 2};
@@ -58,21 +59,21 @@ TEST(AotiMethod, EachMethodRunsItsOwnLibrary) {
   ASSERT_TRUE(a.ok() && b.ok()) << last_error_message();
   EXPECT_EQ((*a)[0].data<float>()[1], 4.0f);
   EXPECT_EQ((*b)[0].data<float>()[1], -4.0f);
-  std::filesystem::remove(path);
 }
 
 TEST(AotiMethod, InputsOutsideTheContractAreRefusedByName) {
-  auto path = write_program(KILN_FAKE_MODEL_PATH, 1.0f, "fake-contract");
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_PATH, 1.0f, "fake-contract");
   Module module(path);
   std::vector<float> too_long(17, 1.0f);
   auto out = module.forward({vector_tensor(too_long)});
   EXPECT_EQ(out.error(), Error::InvalidArgument);
   EXPECT_NE(last_error_message().find("input 0 ('x') dim 0 is 17"), std::string::npos) << last_error_message();
-  std::filesystem::remove(path);
 }
 
 TEST(AotiMethod, MissingShimsAreListedTogetherBeforeLoading) {
-  auto path = write_program(KILN_FAKE_MODEL_MISSING_SHIMS_PATH, 1.0f, "fake-missing");
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_MISSING_SHIMS_PATH, 1.0f, "fake-missing");
   Module module(path);
   ASSERT_EQ(module.load(), Error::Ok);
   EXPECT_EQ(module.load_method("forward"), Error::MissingShim);
@@ -80,11 +81,11 @@ TEST(AotiMethod, MissingShimsAreListedTogetherBeforeLoading) {
   EXPECT_NE(message.find("aoti_torch_cpu_kiln_test_op_that_does_not_exist"), std::string::npos) << message;
   EXPECT_NE(message.find("aoti_torch_cpu_another_missing_op"), std::string::npos) << message;
   EXPECT_FALSE(module.is_method_loaded("forward"));
-  std::filesystem::remove(path);
 }
 
 TEST(AotiMethod, UnknownOptionFailsLoadAndKeepsTheModuleUnloaded) {
-  auto path = write_program(KILN_FAKE_MODEL_PATH, 1.0f, "fake-options");
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_PATH, 1.0f, "fake-options");
   Module module(path);
   LoadBackendOptionsMap options;
   BackendOptions aoti;
@@ -93,7 +94,6 @@ TEST(AotiMethod, UnknownOptionFailsLoadAndKeepsTheModuleUnloaded) {
   EXPECT_EQ(module.load(options), Error::InvalidArgument);
   EXPECT_FALSE(module.is_loaded());
   EXPECT_EQ(module.load(), Error::Ok);  // a good load afterwards works
-  std::filesystem::remove(path);
 }
 
 // Each load gets its own instance of the library (LiveCount starts at 0 and the
@@ -112,7 +112,8 @@ void load_run_unload(const std::string& path) {
 }
 
 TEST(AotiMethod, AThousandLoadUnloadCyclesLeaveNothingBehind) {
-  auto path = write_program(KILN_FAKE_MODEL_PATH, 2.0f, "fake-cycles");
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_PATH, 2.0f, "fake-cycles");
   auto cycle = [&] { load_run_unload(path); };
   for (int i = 0; i < 10; ++i) cycle();  // warm up allocator caches
   const size_t fds = open_descriptors(), maps = mapped_regions(), rss = resident_kib();
@@ -120,7 +121,6 @@ TEST(AotiMethod, AThousandLoadUnloadCyclesLeaveNothingBehind) {
   EXPECT_EQ(open_descriptors(), fds);
   EXPECT_LE(mapped_regions(), maps + 2);
   EXPECT_LT(resident_kib(), rss + 2048) << "resident memory grew by " << resident_kib() - rss << " KiB";
-  std::filesystem::remove(path);
 }
 
 // A library with its own static libstdc++ (as AOTInductor's CUDA libraries are
@@ -129,7 +129,8 @@ TEST(AotiMethod, AThousandLoadUnloadCyclesLeaveNothingBehind) {
 // must give it back. Heap bytes in use are counted, not resident memory, so a
 // 72 KiB-per-cycle hold cannot hide in the allocator's caching.
 TEST(AotiMethod, LibraryWithItsOwnLibstdcxxGivesItsHeapBackOnUnload) {
-  auto path = write_program(KILN_FAKE_MODEL_STATIC_LIBSTDCXX_PATH, 2.0f, "fake-static-libstdcxx");
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_STATIC_LIBSTDCXX_PATH, 2.0f, "fake-static-libstdcxx");
   auto cycle = [&] { load_run_unload(path); };
   for (int i = 0; i < 5; ++i) cycle();
   const size_t maps = mapped_regions(), heap = heap_in_use_bytes();
@@ -139,11 +140,11 @@ TEST(AotiMethod, LibraryWithItsOwnLibstdcxxGivesItsHeapBackOnUnload) {
       (static_cast<double>(heap_in_use_bytes()) - static_cast<double>(heap)) / 1024.0 / kCycles;
   EXPECT_LT(grown_kib_per_cycle, 4.0) << "the heap grew by " << grown_kib_per_cycle << " KiB per load/unload cycle";
   EXPECT_LE(mapped_regions(), maps + 2);  // really unloaded, despite libstdc++'s GNU-unique symbols
-  std::filesystem::remove(path);
 }
 
 TEST(AotiMethod, ConcurrentExecuteFromEightThreads) {
-  auto path = write_program(KILN_FAKE_MODEL_PATH, 5.0f, "fake-threads");
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_PATH, 5.0f, "fake-threads");
   Module module(path);
   ASSERT_EQ(module.load_method("forward"), Error::Ok) << last_error_message();
   std::vector<std::thread> threads;
@@ -158,7 +159,6 @@ TEST(AotiMethod, ConcurrentExecuteFromEightThreads) {
     });
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.load(), 0);
-  std::filesystem::remove(path);
 }
 
 }  // namespace

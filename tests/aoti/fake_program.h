@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
 #include "kiln/tensor.h"
 #include "program/program_writer.h"
 
@@ -24,12 +25,9 @@ inline std::vector<uint8_t> read_file(const char* path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-/// Writes a one-method program ("forward": x[n] -> y[n], n in 1..16) running
-/// `library_path` with `scale` as its 4 bytes of weights, in the external data
-/// file when `external_weights`. Returns the program's path (in the temp dir).
-inline std::string write_program(const char* library_path, float scale, const std::string& name,
-                                 bool external_weights = false) {
-  ProgramWriter writer;
+/// The contract of the fake model's one method: "forward", x[n] -> y[n] with n
+/// in 1..16, on the CPU, library "lib", weights "weights".
+inline MethodInfo fake_forward_method() {
   MethodInfo method;
   method.name = "forward";
   method.backend = "aoti";
@@ -38,6 +36,17 @@ inline std::string write_program(const char* library_path, float scale, const st
   method.outputs = {TensorSpec{"y", DType::Float32, {DimSpec{4, true, 1, 16, "n"}}}};
   method.library_key = "lib";
   method.weights_key = "weights";
+  return method;
+}
+
+/// Writes a one-method program ("forward": x[n] -> y[n], n in 1..16) running
+/// `library_path` with `scale` as its 4 bytes of weights, in the external data
+/// file when `external_weights`. Returns the program's path, `name`.kiln in
+/// `dir`, which removes it (and its data file) with itself.
+inline std::string write_program(const testing_util::TempDir& dir, const char* library_path, float scale,
+                                 const std::string& name, bool external_weights = false) {
+  ProgramWriter writer;
+  const MethodInfo method = fake_forward_method();
   auto lib = read_file(library_path);
   EXPECT_FALSE(lib.empty()) << library_path;
   EXPECT_EQ(writer.add_method(method), Error::Ok) << last_error_message();
@@ -45,7 +54,7 @@ inline std::string write_program(const char* library_path, float scale, const st
   uint8_t weights[sizeof(float)];
   std::memcpy(weights, &scale, sizeof(float));
   EXPECT_EQ(writer.add_named_data("weights", weights, 64, external_weights), Error::Ok) << last_error_message();
-  auto path = (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()) + ".kiln")).string();
+  const std::string path = dir.file(name + ".kiln");
   EXPECT_EQ(writer.write(path), Error::Ok) << last_error_message();
   return path;
 }

@@ -2,8 +2,6 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
-#include <unistd.h>
 
 #include <cstdint>
 #include <fstream>
@@ -11,14 +9,9 @@
 #include <string>
 #include <vector>
 
-namespace kiln::testing_util {
+#include "common/temp_dir.h"
 
-/// A fresh directory under the test temp dir (left behind for inspection).
-inline std::string make_temp_dir() {
-  std::string templ = ::testing::TempDir() + "kiln_program_XXXXXX";
-  if (::mkdtemp(templ.data()) == nullptr) return {};
-  return templ + "/";
-}
+namespace kiln::testing_util {
 
 inline std::vector<uint8_t> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
