@@ -10,6 +10,8 @@
 #include <optional>
 #include <string_view>
 
+#include "program/atomic_file.h"
+#include "program/regular_file.h"
 #include "tensor_util.h"
 
 namespace kiln::tools {
@@ -386,13 +388,7 @@ Result<std::vector<uint8_t>> encode_npy(const Tensor& tensor) {
 Error write_npy(const std::string& path, const Tensor& tensor) {
   auto image = encode_npy(tensor);
   if (!image.ok()) return set_error(image.error(), path + ": " + last_error_message());
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!file) return set_error(Error::IoError, path + ": cannot create: " + std::strerror(errno));
-  if (std::fwrite(image->data(), 1, image->size(), file.get()) != image->size())
-    return set_error(Error::IoError, path + ": write failed: " + std::strerror(errno));
-  if (std::fclose(file.release()) != 0)
-    return set_error(Error::IoError, path + ": write failed on close: " + std::strerror(errno));
-  return Error::Ok;
+  return replace_file_atomically(path, {std::span<const uint8_t>(*image)});
 }
 
 }  // namespace kiln::tools

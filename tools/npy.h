@@ -44,7 +44,9 @@ Result<Tensor> read_npy(const std::string& path);
 /// NotSupported for dtypes numpy lacks.
 Result<std::vector<uint8_t>> encode_npy(const Tensor& tensor);
 
-/// Writes encode_npy(tensor) to `path` (replacing it). IoError names the path.
+/// Writes encode_npy(tensor) to `path`, replacing an existing file atomically
+/// (a reader of the old file keeps its bytes; a failed write leaves it as it
+/// was and no temporary file behind). IoError names the path.
 Error write_npy(const std::string& path, const Tensor& tensor);
 
 }  // namespace kiln::tools

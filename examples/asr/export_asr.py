@@ -25,7 +25,6 @@ import argparse
 import json
 import math
 import re
-import shutil
 import struct
 import sys
 import time
@@ -435,6 +434,7 @@ def log_mel_reference(audio: np.ndarray) -> np.ndarray:
 def export_program(out_dir: Path, device: str = "cpu", verbose: bool = True) -> Path:
     """Exports whisper.kiln for `device` into `out_dir` and copies whisper-vocab.txt next to it."""
     import kiln
+    from kiln.atomic_file import copy_file_atomically
 
     def progress(message: str, start: float) -> None:
         if verbose:
@@ -476,7 +476,7 @@ def export_program(out_dir: Path, device: str = "cpu", verbose: bool = True) -> 
     program = kiln.export({"encoder": ep_encoder, "decoder": ep_decoder}, backend=device, metadata=metadata, verbose=verbose)
     path = out_dir / "whisper.kiln"
     program.save(path)
-    shutil.copyfile(model_dir() / "vocabulary.txt", out_dir / "whisper-vocab.txt")
+    copy_file_atomically(model_dir() / "vocabulary.txt", out_dir / "whisper-vocab.txt")
     return path
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -200,6 +199,7 @@ def export_program(out_dir: Path, device: str = "cpu", verbose: bool = True, sou
     """Exports minilm.kiln for `device` into `out_dir` and copies vocab.txt next to it. `source`:
     see build_module(); `compile_specs` go to kiln.export (e.g. max_autotune=0)."""
     import kiln
+    from kiln.atomic_file import copy_file_atomically
 
     def progress(message: str, start: float) -> None:
         if verbose:
@@ -239,7 +239,7 @@ def export_program(out_dir: Path, device: str = "cpu", verbose: bool = True, sou
     )
     path = out_dir / "minilm.kiln"
     program.save(path)
-    shutil.copyfile(model_dir() / "vocab.txt", out_dir / "vocab.txt")
+    copy_file_atomically(model_dir() / "vocab.txt", out_dir / "vocab.txt")
     return path
 
 

@@ -115,10 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(REFERENCE_PATH), help=f"where to write (default {REFERENCE_PATH})")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(HERE))
+    sys.path.append(str(HERE.parents[1] / "python"))  # kiln, where it is not installed
     import export_minilm
+    from kiln.atomic_file import write_file_atomically
 
     record = compute(export_minilm.load_sentence_transformer("cpu"))
-    Path(args.out).write_text(to_json(record))
+    write_file_atomically(args.out, to_json(record).encode())
     print(f"wrote {args.out}: {len(record['sentences'])} sentences, token counts "
           f"{[len(ids) for ids in record['token_ids']]}")
     return 0

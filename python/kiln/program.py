@@ -220,7 +220,13 @@ class Program:
     def save(self, path: str | os.PathLike, external_data_path: str | os.PathLike | None = None) -> None:
         """Writes the program to `path`; entries added with external=True go to `external_data_path`
         (default path + ".data"), of which the program records only the basename. No data file is
-        written when there are no external entries. ValueError if a method names a missing key."""
+        written when there are no external entries. ValueError if a method names a missing key.
+
+        Each file is replaced atomically (kiln.atomic_file): a process that has the old file open
+        or mapped keeps its bytes, and a failed write leaves the old files as they were and no
+        temporary file behind."""
+        from kiln.atomic_file import AtomicFile
+
         path = os.fspath(path)
         data_path = os.fspath(external_data_path) if external_data_path is not None else path + ".data"
         for m in self.methods:
@@ -272,15 +278,27 @@ class Program:
         out.extend(fb)
         out.extend(b"\0" * (segment_base - len(out)))
         out.extend(segment_bytes)
-        if has_external:
-            data_header = _DATA_HEADER.pack(DATA_MAGIC, FORMAT_VERSION, DATA_HEADER_SIZE, DATA_BASE_OFFSET,
-                                            len(data_bytes))
-            with open(data_path, "wb") as f:
-                f.write(data_header)
-                f.write(b"\0" * (DATA_BASE_OFFSET - len(data_header)))
-                f.write(data_bytes)
-        with open(path, "wb") as f:
-            f.write(out)
+        # Both files are written and synced under temporary names before either is renamed, so a
+        # failed write leaves the old pair as it was; the data file is renamed first, so the new
+        # program never names data that is not there yet.
+        pending: list[AtomicFile] = []
+        try:
+            if has_external:
+                data_header = _DATA_HEADER.pack(DATA_MAGIC, FORMAT_VERSION, DATA_HEADER_SIZE, DATA_BASE_OFFSET,
+                                                len(data_bytes))
+                pending.append(AtomicFile(data_path))
+                pending[-1].write(data_header)
+                pending[-1].write(b"\0" * (DATA_BASE_OFFSET - len(data_header)))
+                pending[-1].write(data_bytes)
+                pending[-1].sync()
+            pending.append(AtomicFile(path))
+            pending[-1].write(out)
+            pending[-1].sync()
+            for f in pending:
+                f.commit()
+        finally:
+            for f in pending:
+                f.discard()
 
 
 def _build_flatbuffer(program: Program, entries: list[_Entry], alignment: dict[str, int],

@@ -1,12 +1,11 @@
 #include "program/program_writer.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
+#include <optional>
 #include <set>
 
 #include "kiln_program_generated.h"
+#include "program/atomic_file.h"
 #include "program/file_format.h"
 #include "program/sha256.h"
 
@@ -15,15 +14,6 @@ namespace kiln {
 namespace pf = program_format;
 
 namespace {
-
-Error write_file(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (!f) return set_error(Error::IoError, "cannot create '" + path + "': " + std::strerror(errno));
-  const bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  const bool closed = std::fclose(f) == 0;
-  if (!ok || !closed) return set_error(Error::IoError, "writing '" + path + "' failed");
-  return Error::Ok;
-}
 
 std::string basename_of(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -185,8 +175,20 @@ Error ProgramWriter::write(const std::string& path, const std::string& external_
   const std::string data_path = external_path.empty() ? path + ".data" : external_path;
   std::vector<uint8_t> program, data;
   KILN_RETURN_IF_ERROR(build(basename_of(data_path), &program, &data));
-  if (!data.empty()) KILN_RETURN_IF_ERROR(write_file(data_path, data));
-  return write_file(path, program);
+  // Both files are written and synced under temporary names before either is
+  // renamed, so a failed write leaves the old pair as it was; the data file is
+  // renamed first, so the new program never names data that is not there yet.
+  std::optional<AtomicFile> data_file;
+  if (!data.empty()) {
+    KILN_ASSIGN_OR_RETURN(data_file, AtomicFile::create(data_path));
+    KILN_RETURN_IF_ERROR(data_file->write(data));
+    KILN_RETURN_IF_ERROR(data_file->sync());
+  }
+  KILN_ASSIGN_OR_RETURN(AtomicFile program_file, AtomicFile::create(path));
+  KILN_RETURN_IF_ERROR(program_file.write(program));
+  KILN_RETURN_IF_ERROR(program_file.sync());
+  if (data_file) KILN_RETURN_IF_ERROR(data_file->commit());
+  return program_file.commit();
 }
 
 Result<std::vector<uint8_t>> ProgramWriter::to_bytes() const {

@@ -37,6 +37,9 @@ class ProgramWriter {
   /// Writes the program to `path`. External entries go to `external_path`
   /// (default: path + ".data"); the program records only its basename, and
   /// no data file is written when there are no external entries.
+  /// Each file is replaced atomically (src/program/atomic_file.h): a process
+  /// that has the old file open or mapped keeps its bytes, and a failed write
+  /// leaves the old files as they were and no temporary file behind.
   /// InvalidArgument for a method key naming no entry; IoError on write failure.
   Error write(const std::string& path, const std::string& external_path = "") const;
 

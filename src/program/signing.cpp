@@ -12,8 +12,9 @@
 #include <cerrno>
 #include <cstring>
 
+#include "program/atomic_file.h"
 #include "program/hex.h"
-#include "program/mapped_file.h"
+#include "program/regular_file.h"
 #include "program/signature.h"
 
 namespace kiln {
@@ -120,37 +121,13 @@ Error write_new_file(const std::string& path, const std::string& text, mode_t mo
   return Error::Ok;
 }
 
-// Writes `parts` to a temporary file next to `target` and renames it over
-// `target`: a reader sees the old file or the new one, never a mix.
-Error replace_file_atomically(const std::string& target,
-                              std::initializer_list<std::span<const uint8_t>> parts, mode_t mode) {
-  const size_t slash = target.rfind('/');
-  const std::string dir = slash == std::string::npos ? std::string() : target.substr(0, slash + 1);
-  const std::string base = slash == std::string::npos ? target : target.substr(slash + 1);
-  std::string temp = dir + "." + base + ".signing-XXXXXX";
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) {
-    const int err = errno;
-    return set_error(Error::IoError,
-                     "cannot create a temporary file next to '" + target + "': " + std::strerror(err));
-  }
-  bool ok = ::fchmod(fd, mode) == 0;
-  for (auto part : parts) ok = ok && write_all(fd, part) == Error::Ok;
-  ok = ok && ::fsync(fd) == 0;
-  const int err = errno;
-  ok = (::close(fd) == 0) && ok;
-  if (!ok || ::rename(temp.c_str(), target.c_str()) != 0) {
-    const int rename_err = ok ? errno : err;
-    ::unlink(temp.c_str());
-    return set_error(Error::IoError, "writing '" + target + "' failed: " + std::strerror(rename_err));
-  }
-  return Error::Ok;
-}
-
-Error check_every_digest(const ProgramFile& program) {
+// Reads every named entry into private memory and checks its digest there;
+// the checked copies are appended to `verified` when the caller keeps them.
+Error check_every_digest(const ProgramFile& program, std::vector<NamedBytes>* verified) {
   for (const NamedDataInfo& info : program.named_data()) {
-    auto bytes = program.named_data_bytes(info.key, /*verify_digest=*/true);
+    auto bytes = program.read_named_data(info.key, /*verify_digest=*/true);
     if (!bytes.ok()) return bytes.error();
+    if (verified) verified->push_back(std::move(bytes).value());
   }
   return Error::Ok;
 }

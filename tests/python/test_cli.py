@@ -228,6 +228,27 @@ def test_run_matches_eager(mlp_program, tmp_path):
         assert re.search(r"^load: [0-9.]+ ms", proc.stdout, re.M)
 
 
+def test_run_replaces_outputs_atomically(mlp_program, tmp_path):
+    """A second run into the same --output-dir replaces out_*.npy under a reader of the first:
+    the reader keeps the old bytes, the path holds the new array, no temporary file is left."""
+    path, model = mlp_program
+    out_dir = tmp_path / "out"
+    rng = np.random.default_rng(5)
+    xs = [rng.standard_normal((batch, IN_FEATURES)).astype(np.float32) for batch in (2, 7)]
+    np.save(tmp_path / "x0.npy", xs[0])
+    np.save(tmp_path / "x1.npy", xs[1])
+    proc = run_cli("run", path, "--input", tmp_path / "x0.npy", "--output-dir", out_dir, "--repeat", "0")
+    assert proc.returncode == 0, proc.stderr
+    (out,) = out_dir.glob("out_*.npy")
+    old_bytes = out.read_bytes()
+    with open(out, "rb") as reader:
+        proc = run_cli("run", path, "--input", tmp_path / "x1.npy", "--output-dir", out_dir, "--repeat", "0")
+        assert proc.returncode == 0, proc.stderr
+        assert reader.read() == old_bytes
+    np.testing.assert_allclose(np.load(out), eager(model, xs[1]), rtol=1e-5, atol=1e-6)
+    assert [p.name for p in out_dir.iterdir()] == [out.name]
+
+
 def test_run_fortran_order_and_big_endian_inputs(mlp_program, tmp_path):
     path, model = mlp_program
     x = np.random.default_rng(3).standard_normal((6, IN_FEATURES)).astype(np.float32)

@@ -11,10 +11,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <random>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include "common/temp_dir.h"
 #include "kiln/tensor.h"
 #include "npy.h"
 #include "npy_golden.h"
@@ -26,23 +27,7 @@ std::span<const uint8_t> bytes_of(const auto& array) { return std::span<const ui
 
 std::vector<uint8_t> vec(std::span<const uint8_t> s) { return std::vector<uint8_t>(s.begin(), s.end()); }
 
-class TempDir {
- public:
-  TempDir() {
-    path_ = std::filesystem::temp_directory_path() /
-            ("kiln_npy_test_" + std::to_string(std::random_device{}()) + "_" + std::to_string(counter_++));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  static inline int counter_ = 0;
-  std::filesystem::path path_;
-};
+using testing_util::TempDir;
 
 void write_file(const std::string& path, std::span<const uint8_t> bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -227,6 +212,40 @@ TEST(NpyWrite, UnwritablePathIsIoError) {
   fill_pattern(*t);
   EXPECT_EQ(write_npy("/nonexistent-dir-kiln/x.npy", *t), Error::IoError);
   EXPECT_NE(last_error_message().find("/nonexistent-dir-kiln/x.npy"), std::string::npos);
+}
+
+// `kiln run --output-dir` rewrites out_*.npy in place: a reader that opened the
+// old file keeps its bytes, and a failed write leaves no temporary file.
+TEST(NpyWrite, RewritingAFileLeavesAnOpenReaderTheOldBytes) {
+  const TempDir dir;
+  const std::string path = dir.file("out_0_y.npy");
+  auto first = Tensor::empty(std::vector<int64_t>{3}, DType::Float32);
+  auto second = Tensor::empty(std::vector<int64_t>{5, 2}, DType::Int64);
+  ASSERT_TRUE(first.ok() && second.ok());
+  fill_pattern(*first);
+  fill_pattern(*second);
+  ASSERT_EQ(write_npy(path, *first), Error::Ok) << last_error_message();
+  const auto old_image = encode_npy(*first);
+  ASSERT_TRUE(old_image.ok());
+  std::ifstream reader(path, std::ios::binary);  // opened before the rewrite
+  ASSERT_TRUE(reader.good());
+
+  ASSERT_EQ(write_npy(path, *second), Error::Ok) << last_error_message();
+  const std::vector<uint8_t> seen{std::istreambuf_iterator<char>(reader), std::istreambuf_iterator<char>()};
+  EXPECT_EQ(seen, *old_image);
+  auto back = read_npy(path);
+  ASSERT_TRUE(back.ok()) << last_error_message();
+  EXPECT_EQ(back->sizes(), (std::vector<int64_t>{5, 2}));
+  EXPECT_EQ(std::memcmp(back->data_ptr(), second->data_ptr(), second->nbytes()), 0);
+
+  // A directory in the way: the rename fails, naming the path; nothing is left.
+  const std::string blocked = dir.file("blocked.npy");
+  std::filesystem::create_directory(blocked);
+  EXPECT_EQ(write_npy(blocked, *first), Error::IoError);
+  EXPECT_NE(last_error_message().find(blocked), std::string::npos) << last_error_message();
+  size_t entries = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) (void)entry, ++entries;
+  EXPECT_EQ(entries, 2u);  // out_0_y.npy and blocked.npy
 }
 
 // Expects parsing `bytes` to fail with a message naming the source and containing `needle`.
