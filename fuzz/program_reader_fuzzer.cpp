@@ -68,24 +68,24 @@ void exercise(const kiln::ProgramFile& program) {
     auto archs = m.metadata.find("cuda_archs");
     if (archs != m.metadata.end()) (void)kiln::aoti::parse_cuda_archs(archs->second);
     if (!m.library_key.empty()) {
-      auto bytes = program.named_data_bytes(m.library_key, /*verify_digest=*/false);
+      auto bytes = program.read_named_data(m.library_key, /*verify_digest=*/false);
       require(bytes.ok());
-      (void)kiln::aoti::read_dynamic_symbols(bytes.value());
+      (void)kiln::aoti::read_dynamic_symbols(bytes.value().bytes());
     }
   }
   require(program.find_method("") == nullptr);
   for (const kiln::NamedDataInfo& info : program.named_data()) {
-    auto raw = program.named_data_bytes(info.key, /*verify_digest=*/false);
+    auto raw = program.read_named_data(info.key, /*verify_digest=*/false);
     require(raw.ok() && raw.value().size() == info.size);
     // Touch every byte so ASan sees a span reaching outside the mapping.
     uint8_t sum = 0;
     for (uint8_t b : raw.value()) sum = static_cast<uint8_t>(sum + b);
     (void)sum;
     if (info.size != 0) require(reinterpret_cast<uintptr_t>(raw.value().data()) % info.alignment == 0);
-    auto checked = program.named_data_bytes(info.key, /*verify_digest=*/true);
-    require(checked.ok() == (kiln::sha256(raw.value()) == info.sha256));
+    auto checked = program.read_named_data(info.key, /*verify_digest=*/true);
+    require(checked.ok() == (kiln::sha256(raw.value().bytes()) == info.sha256));
   }
-  require(program.named_data_bytes("no such key").error() == kiln::Error::NotFound);
+  require(program.read_named_data("no such key").error() == kiln::Error::NotFound);
 }
 
 void parse(std::span<const uint8_t> program_bytes, std::span<const uint8_t> data_bytes, bool has_data) {

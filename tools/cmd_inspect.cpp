@@ -80,7 +80,7 @@ std::vector<std::string> verify_all(const ProgramFile& program, bool* all_ok) {
   std::vector<std::string> status;
   *all_ok = true;
   for (const auto& info : program.named_data()) {
-    auto bytes = program.named_data_bytes(info.key, /*verify_digest=*/true);
+    auto bytes = program.read_named_data(info.key, /*verify_digest=*/true);
     if (bytes.ok()) {
       status.emplace_back("ok");
     } else {

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -325,20 +324,12 @@ Result<Tensor> parse_npy(std::span<const uint8_t> bytes, const std::string& sour
 }
 
 Result<Tensor> read_npy(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
-    return set_error(Error::IoError, path + ": not a regular file");
-  std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!file) return set_error(Error::IoError, path + ": cannot open: " + std::strerror(errno));
-  if (std::fseek(file.get(), 0, SEEK_END) != 0)
-    return set_error(Error::IoError, path + ": cannot seek: " + std::strerror(errno));
-  const long end = std::ftell(file.get());
-  if (end < 0) return set_error(Error::IoError, path + ": cannot tell its size: " + std::strerror(errno));
-  std::rewind(file.get());
-  const auto size = static_cast<size_t>(end);
+  // Opened without blocking and type-checked first: a FIFO or a device is
+  // an error naming it, never a hang.
+  KILN_ASSIGN_OR_RETURN(RegularFile file, RegularFile::open(path, "input file"));
+  const auto size = static_cast<size_t>(file.size());
   KILN_ASSIGN_OR_RETURN(Buffer buffer, allocate_aligned(size, path));
-  if (size > 0 && std::fread(buffer.get(), 1, size, file.get()) != size)
-    return set_error(Error::IoError, path + ": short read");
+  KILN_RETURN_IF_ERROR(file.read_exact(0, {buffer.get(), size}));
   return adopt_image(std::move(buffer), size, path);
 }
 

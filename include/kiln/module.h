@@ -4,7 +4,7 @@
 //   if (module.load() != kiln::Error::Ok) { ... kiln::last_error_message() ... }
 //   auto outputs = module.forward({input});
 //
-// Ownership: a Module owns its ProgramFile mapping, its deep copy of the load
+// Ownership: a Module owns its opened ProgramFile, its deep copy of the load
 // options, and every loaded method (library, container, weights). Tensors it
 // returns own their memory and outlive the Module.
 // Thread safety: load/load_method/unload_method must not race with anything
@@ -85,7 +85,7 @@ class KILN_API Module {
 
   Result<std::vector<std::string>> method_names();
   Result<MethodInfo> method_meta(std::string_view name);
-  /// The mapped program (nullptr before load()).
+  /// The opened program (nullptr before load()).
   std::shared_ptr<const ProgramFile> program() const;
 
  private:

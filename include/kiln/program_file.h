@@ -1,15 +1,21 @@
-// ProgramFile: a validated, memory-mapped `.kiln` program.
+// ProgramFile: a validated `.kiln` program, read into private memory.
 //
-// open() maps the file (and any external data files), checks the header
-// (magic, format version, sizes), verifies the FlatBuffer and every segment's
-// bounds, alignment and non-overlap before anything else looks at it. Named
-// data (libraries, weights) is returned as spans into the mapping: no copy;
-// weights segments are page aligned so a mapped blob can be used in place.
+// open() reads the header and FlatBuffer (and each external data file's
+// header) into memory of this process, checks the header (magic, format
+// version, sizes), verifies the FlatBuffer, every segment's bounds, alignment
+// and non-overlap, and that every byte of the files outside the header, the
+// FlatBuffer, the segments and the signature trailer is the zero padding the
+// writer writes, before anything else looks at it. Named data (libraries,
+// weights) is read with pread into private memory when it is first asked for
+// and digest-checked on that copy: what was checked is what is used, and a file
+// rewritten or truncated afterwards cannot change it or crash the process
+// (docs/program-format.md, "What is verified is what runs").
 //
-// Ownership: a ProgramFile owns its mappings; spans it returns are valid while
-// it lives. Shared via std::shared_ptr by Module and every loaded method.
-// Thread-safe after open() (all accessors are const; digest checks are cached
-// under a lock).
+// Ownership: a ProgramFile owns its open files and the header copies; the
+// bytes of named entries are shared (NamedBytes) and live as long as any
+// holder. Shared via std::shared_ptr by Module and every loaded method.
+// Thread-safe after open() (all accessors are const; reads and digest checks
+// of one entry are serialised under its lock).
 #pragma once
 
 #include <array>
@@ -19,6 +25,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "kiln/dtype.h"
@@ -70,6 +77,8 @@ struct NamedDataInfo {
   std::array<uint8_t, 32> sha256{};
   /// -1: inside the program file; otherwise index into the external data files.
   int32_t external_file = -1;
+  /// Where the bytes start in that file (from its first byte).
+  uint64_t file_offset = 0;
 };
 
 /// The signature trailer of a signed program (docs/program-format.md,
@@ -81,9 +90,30 @@ struct ProgramSignature {
   std::array<uint8_t, 64> signature{};
 };
 
+/// The bytes of one named entry (or of the whole program, read_content()) in
+/// memory private to this process. Copies share the bytes; they live as long
+/// as any copy (or anything holding owner()) does.
+class KILN_API NamedBytes {
+ public:
+  NamedBytes() = default;
+  NamedBytes(std::shared_ptr<const void> owner, std::span<const uint8_t> bytes)
+      : owner_(std::move(owner)), bytes_(bytes) {}
+  std::span<const uint8_t> bytes() const noexcept { return bytes_; }
+  const uint8_t* data() const noexcept { return bytes_.data(); }
+  size_t size() const noexcept { return bytes_.size(); }
+  auto begin() const noexcept { return bytes_.begin(); }
+  auto end() const noexcept { return bytes_.end(); }
+  /// What keeps the bytes alive; a tensor viewing them holds it in its deleter.
+  const std::shared_ptr<const void>& owner() const noexcept { return owner_; }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  std::span<const uint8_t> bytes_;
+};
+
 class KILN_API ProgramFile {
  public:
-  /// Maps and validates `path`. `data_files` are external data files in the
+  /// Opens and validates `path`. `data_files` are external data files in the
   /// order the program names them (weights saved outside the program).
   /// InvalidProgram/IoError/NotFound with a message naming the problem.
   static Result<std::shared_ptr<const ProgramFile>> open(const std::string& path,
@@ -102,12 +132,19 @@ class KILN_API ProgramFile {
   /// Names of external data files the program expects, in order.
   const std::vector<std::string>& external_file_names() const noexcept;
 
-  /// Bytes of a named entry, in place in the mapping. With verify_digest the
-  /// SHA-256 is checked first (once; the result is cached): IntegrityError on
-  /// mismatch. NotFound for an unknown key.
-  Result<std::span<const uint8_t>> named_data_bytes(std::string_view key, bool verify_digest = true) const;
+  /// The bytes of a named entry, read into private memory on first use (a
+  /// live copy is shared by later calls). With verify_digest the SHA-256 of
+  /// that copy is checked (once per copy): IntegrityError on mismatch.
+  /// NotFound for an unknown key; IoError naming the file when it was
+  /// truncated since open().
+  Result<NamedBytes> read_named_data(std::string_view key, bool verify_digest = true) const;
 
-  /// Total bytes of the mapped program file.
+  /// From now on every read_named_data checks the digest, whatever its
+  /// caller asks: set once a signature policy accepted the program, so no
+  /// option can have bytes used that the signature does not vouch for.
+  void require_digests() const noexcept;
+
+  /// Total bytes of the program file when it was opened.
   uint64_t file_size() const noexcept;
 
   /// The signature trailer, or nullptr when the program is not signed.
@@ -115,8 +152,11 @@ class KILN_API ProgramFile {
   /// The header bytes ([0, header_size)): what a signature covers.
   std::span<const uint8_t> header_bytes() const noexcept;
   /// The program without its signature trailer (header to the end of the
-  /// last segment); the whole file when it is not signed.
-  std::span<const uint8_t> content_bytes() const noexcept;
+  /// last segment; the whole file when it is not signed), read once into
+  /// private memory. Its header and FlatBuffer are checked to be the ones
+  /// open() validated and every segment's digest is checked on this copy, so
+  /// a signer signs exactly the bytes it writes out.
+  Result<NamedBytes> read_content() const;
 
   struct Impl;
 

@@ -82,7 +82,10 @@ KILN_API Error sign_program_file(const std::string& path, const SecretKey& key,
 /// byte the runtime will use was signed. IntegrityError naming the failure
 /// (not signed, signer not trusted, signature does not match the header, a
 /// named entry's digest); NotSupported for an unknown signature algorithm;
-/// InvalidArgument when `trusted` is empty.
-KILN_API Error verify_signed_program(const ProgramFile& program, std::span<const PublicKey> trusted);
+/// InvalidArgument when `trusted` is empty. Each entry is checked on a private
+/// copy (ProgramFile::read_named_data); with `verified` those checked copies
+/// are handed back, so a caller about to use them need not read them again.
+KILN_API Error verify_signed_program(const ProgramFile& program, std::span<const PublicKey> trusted,
+                                     std::vector<NamedBytes>* verified = nullptr);
 
 }  // namespace kiln

@@ -123,7 +123,7 @@ Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(std::shared_ptr
   // to the library). On the CPU the library copies the blob into memory of
   // its own (torch 2.11: 187 MiB and 215 ms for a Whisper-base decoder,
   // 33 s for a 4.6 GB Gemma3), where Kiln's parameters are views of the
-  // mapping (2-7 ms, no copy, per-call time unchanged).
+  // weights blob it read (no second copy, per-call time unchanged).
   const std::string weights = options.get_string("weights").value_or("auto");
   config.kiln_places_weights = weights != "library";
   config.verify_weights = options.get_bool("verify_weights").value_or(true);

@@ -42,11 +42,11 @@
 //                        dropped first (default 8)
 //   weights      (string) "kiln": when the program carries a weights table,
 //                        Kiln places the weights (device_weights.h: bulk
-//                        overlapped upload on CUDA, in place from the mapping
+//                        overlapped upload on CUDA, views of the weights blob
 //                        on CPU, shared between the methods of a program);
-//                        "library": the library loads its blob itself (on the
-//                        CPU it, too, reads the mapping in place); "auto"
-//                        (default): kiln for device methods, library on CPU.
+//                        "library": the library copies its blob itself;
+//                        "auto" (default): kiln wherever the program has a
+//                        weights table, else library.
 //   verify_weights (bool) check the weights blob's SHA-256 before use
 //                        (default true; false skips hashing large blobs)
 //   num_threads  (int)   OpenMP threads the library's CPU kernels and the CPU

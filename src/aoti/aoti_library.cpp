@@ -32,16 +32,14 @@ Error write_all(int fd, std::span<const uint8_t> bytes, const std::string& what)
   return Error::Ok;
 }
 
-Error patch_unique_bindings(int fd, const DynamicSymbols& symbols, const std::string& what) {
+// STB_GNU_UNIQUE symbols would pin the library in memory for good (glibc
+// never unloads an object that defines one); they are made plain globals.
+void patch_unique_bindings(std::vector<uint8_t>& image, const DynamicSymbols& symbols) {
   for (uint64_t offset : symbols.unique_binding_offsets) {
-    uint8_t info = 0;
-    if (::pread(fd, &info, 1, static_cast<off_t>(offset)) != 1)
-      return set_error(Error::IoError, "reading " + what + ": " + std::strerror(errno));
+    if (offset >= image.size()) continue;  // read_dynamic_symbols bounds every offset
+    uint8_t& info = image[static_cast<size_t>(offset)];
     info = static_cast<uint8_t>(ELF64_ST_INFO(STB_GLOBAL, ELF64_ST_TYPE(info)));
-    if (::pwrite(fd, &info, 1, static_cast<off_t>(offset)) != 1)
-      return set_error(Error::IoError, "writing " + what + ": " + std::strerror(errno));
   }
-  return Error::Ok;
 }
 
 // Kiln exports every shim as kiln_torch_<rest> instead of aoti_torch_<rest>
@@ -62,10 +60,10 @@ std::string exported_shim_name(const std::string& import) {
 constexpr std::string_view kModuleLoadImports[] = {"cuModuleLoad", "cuModuleLoadData"};
 constexpr std::string_view kKilnModuleLoadPrefix = "kn";
 
-Error rename_shim_imports(int fd, const DynamicSymbols& symbols, const std::string& what) {
+void rename_shim_imports(std::vector<uint8_t>& image, const DynamicSymbols& symbols) {
   for (size_t i = 0; i < symbols.undefined.size(); ++i) {
     const std::string& name = symbols.undefined[i];
-    const auto offset = static_cast<off_t>(symbols.undefined_name_offsets[i]);
+    const auto offset = static_cast<size_t>(symbols.undefined_name_offsets[i]);
     std::string_view replacement;  // written over the start of the name
     if (name.rfind(kTorchShimPrefix, 0) == 0) {
       replacement = kKilnShimPrefix.substr(0, 4);  // only "aoti" -> "kiln" changes
@@ -73,10 +71,35 @@ Error rename_shim_imports(int fd, const DynamicSymbols& symbols, const std::stri
       for (std::string_view load : kModuleLoadImports)
         if (name == load) replacement = kKilnModuleLoadPrefix;
     }
-    if (replacement.empty()) continue;
-    if (::pwrite(fd, replacement.data(), replacement.size(), offset) != static_cast<ssize_t>(replacement.size()))
-      return set_error(Error::IoError, "writing " + what + ": " + std::strerror(errno));
+    if (replacement.empty() || offset > image.size() || replacement.size() > image.size() - offset) continue;
+    std::copy(replacement.begin(), replacement.end(), image.begin() + static_cast<std::ptrdiff_t>(offset));
   }
+}
+
+// The bytes dlopen is given: the checked library with the loader's two
+// patches applied in memory, so one image is written, sealed and compared.
+std::vector<uint8_t> patched_image(std::span<const uint8_t> bytes, const DynamicSymbols& symbols) {
+  std::vector<uint8_t> image(bytes.begin(), bytes.end());
+  patch_unique_bindings(image, symbols);
+  rename_shim_imports(image, symbols);
+  return image;
+}
+
+// The sealed memfd must hold exactly the image: the check closes the window
+// between writing and sealing.
+Error check_sealed_copy(int fd, std::span<const uint8_t> image, const std::string& what) {
+  std::vector<uint8_t> chunk(size_t{1} << 20);
+  for (size_t done = 0; done < image.size();) {
+    const size_t n = std::min(chunk.size(), image.size() - done);
+    const ssize_t got = ::pread(fd, chunk.data(), n, static_cast<off_t>(done));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0 || std::memcmp(chunk.data(), image.data() + done, static_cast<size_t>(got)) != 0)
+      return set_error(Error::IntegrityError, what + ": its sealed in-memory copy does not hold the checked bytes");
+    done += static_cast<size_t>(got);
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != image.size())
+    return set_error(Error::IntegrityError, what + ": its sealed in-memory copy has the wrong size");
   return Error::Ok;
 }
 
@@ -93,8 +116,7 @@ Result<void*> dlopen_path(const std::string& path, std::string_view label) {
 
 // Private temporary file: 0700 directory, O_EXCL file, both removed before
 // returning on every path.
-Result<void*> load_through_temp_file(std::span<const uint8_t> bytes, const DynamicSymbols& symbols,
-                                     std::string_view label) {
+Result<void*> load_through_temp_file(std::span<const uint8_t> image, std::string_view label) {
   const char* tmp = std::getenv("TMPDIR");
   std::string dir_template = std::string(tmp && *tmp ? tmp : "/tmp") + "/kiln-XXXXXX";
   std::vector<char> dir(dir_template.begin(), dir_template.end());
@@ -114,9 +136,7 @@ Result<void*> load_through_temp_file(std::span<const uint8_t> bytes, const Dynam
   // O_EXCL | O_NOFOLLOW: never reuse or follow anything already at that name.
   int fd = ::open(file_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
   if (fd < 0) return set_error(Error::IoError, "creating " + file_path + ": " + std::strerror(errno));
-  Error err = write_all(fd, bytes, file_path);
-  if (err == Error::Ok) err = patch_unique_bindings(fd, symbols, file_path);
-  if (err == Error::Ok) err = rename_shim_imports(fd, symbols, file_path);
+  const Error err = write_all(fd, image, file_path);
   ::close(fd);
   if (err != Error::Ok) return err;
   return dlopen_path(file_path, label);
@@ -219,22 +239,27 @@ Result<std::unique_ptr<AotiLibrary>> AotiLibrary::load(std::span<const uint8_t> 
   preload_dependencies(symbols);
 
   const std::string what = std::string(label) + " library";
+  const std::vector<uint8_t> image = patched_image(bytes, symbols);
   // KILN_DISABLE_MEMFD=1 takes the fallback path on purpose, so it can be
   // tested on systems that have memfd.
   const char* disable = std::getenv("KILN_DISABLE_MEMFD");
   const bool memfd_disabled = disable && *disable && *disable != '0';
-  int fd = memfd_disabled ? -1 : ::memfd_create("kiln-model", MFD_CLOEXEC);
+  int fd = memfd_disabled ? -1 : ::memfd_create("kiln-model", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (memfd_disabled) errno = ENOSYS;
   if (fd < 0) {
     if (errno != ENOSYS && errno != EPERM && errno != EINVAL)
       return set_error(Error::IoError, std::string("memfd_create: ") + std::strerror(errno));
     KILN_LOG(Info, "memfd_create unavailable; loading through a private temporary file");
-    KILN_ASSIGN_OR_RETURN(void* handle, load_through_temp_file(bytes, symbols, label));
+    KILN_ASSIGN_OR_RETURN(void* handle, load_through_temp_file(image, label));
     return std::unique_ptr<AotiLibrary>(new AotiLibrary(handle, -1));
   }
-  Error err = write_all(fd, bytes, what);
-  if (err == Error::Ok) err = patch_unique_bindings(fd, symbols, what);
-  if (err == Error::Ok) err = rename_shim_imports(fd, symbols, what);
+  Error err = write_all(fd, image, what);
+  // Sealed before dlopen, then compared with the image: from here on nothing,
+  // in this process or another that reaches the descriptor, can change the
+  // bytes the dynamic loader maps.
+  if (err == Error::Ok && ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
+    err = set_error(Error::IoError, what + ": sealing its memfd failed: " + std::strerror(errno));
+  if (err == Error::Ok) err = check_sealed_copy(fd, image, what);
   if (err != Error::Ok) {
     ::close(fd);
     return err;

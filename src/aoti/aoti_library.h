@@ -1,8 +1,10 @@
 // AotiLibrary: one model shared library, loaded from bytes in memory.
 //
-// The bytes (already digest-checked by ProgramFile) are written to an
-// anonymous memfd and dlopen'ed through /proc/self/fd, so compiled code never
-// touches the filesystem. Where memfd_create is unavailable (or the
+// The bytes (a private copy ProgramFile digest-checked) are patched in memory
+// (shim import names, unique bindings), written to an anonymous memfd, sealed
+// against any further write, grow or shrink, compared with what was written,
+// and dlopen'ed through /proc/self/fd: the code that runs is exactly the
+// checked code, and compiled code never touches the filesystem. Where memfd_create is unavailable (or the
 // environment sets KILN_DISABLE_MEMFD=1, which tests use) the fallback is a
 // private temporary file under $TMPDIR (0700 mkdtemp directory, file opened
 // O_EXCL|O_NOFOLLOW), both removed right after dlopen, on failure too.

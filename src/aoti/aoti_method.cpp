@@ -97,10 +97,13 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   // The weights first: their digest check, their budget charge, and (when
   // Kiln places them) their upload, which on a GPU runs on a thread of its
   // own while the library and its container load below.
-  std::span<const uint8_t> weights;
+  // Both blobs are private copies, digest-checked on those copies (the
+  // weights unless aoti.verify_weights is off and no signature policy holds):
+  // what was checked is what is loaded, whatever happens to the file now.
+  NamedBytes weights;
   std::unique_ptr<WeightPlacement> placement;
   if (!method.weights_key.empty()) {
-    KILN_ASSIGN_OR_RETURN(weights, program->named_data_bytes(method.weights_key, config.verify_weights));
+    KILN_ASSIGN_OR_RETURN(weights, program->read_named_data(method.weights_key, config.verify_weights));
     // Weights are charged to the budget until unload, before anything holds
     // them: the container copies the blob into an allocation of its own (host
     // malloc or cudaMalloc, outside the shims), or Kiln places them (shared by
@@ -116,9 +119,10 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
       KILN_ASSIGN_OR_RETURN(placement, self->start_placing_weights(method, weights, label));
     }
   }
-  KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> library_bytes,
-                        program->named_data_bytes(method.library_key, /*verify_digest=*/true));
-  KILN_ASSIGN_OR_RETURN(self->library_, AotiLibrary::load(library_bytes, label));
+  {
+    KILN_ASSIGN_OR_RETURN(NamedBytes library_bytes, program->read_named_data(method.library_key, /*verify_digest=*/true));
+    KILN_ASSIGN_OR_RETURN(self->library_, AotiLibrary::load(library_bytes.bytes(), label));
+  }
   KILN_ASSIGN_OR_RETURN(self->entry_, EntryPoints::resolve(*self->library_));
   self->openmp_ = OpenmpThreads::resolve(*self->library_);
   self->num_threads_ = config.num_threads > 0 ? config.num_threads : available_cpus();
@@ -147,7 +151,10 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
     if (placement) {
       KILN_ASSIGN_OR_RETURN(placed, self->hand_placed_weights(*placement, label));
     }
-    if (!placed) KILN_RETURN_IF_ERROR(self->load_weights_blob(weights, label));
+    // The library copies what it needs while loading (torch 2.11's model_base.h
+    // reads the blob pointer only in load_constants), so the private copy can
+    // go when load() returns.
+    if (!placed) KILN_RETURN_IF_ERROR(self->load_weights_blob(weights.bytes(), label));
   }
   KILN_ASSIGN_OR_RETURN(self->mutated_inputs_, mutated_input_indices(method, label));
   if (config.cuda_graphs) {
@@ -211,7 +218,7 @@ Error AotiMethod::load_weights_blob(std::span<const uint8_t> weights, const std:
 }
 
 Result<std::unique_ptr<WeightPlacement>> AotiMethod::start_placing_weights(const MethodInfo& method,
-                                                                           std::span<const uint8_t> blob,
+                                                                           const NamedBytes& blob,
                                                                            const std::string& label) {
   auto table = method.metadata.find(std::string(kConstantsMetadataKey));
   if (table == method.metadata.end()) return std::unique_ptr<WeightPlacement>();

@@ -33,7 +33,7 @@ std::string WeightStore::share_key(const ConstantEntry& e) {
 }
 
 Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>& entries,
-                                               std::span<const uint8_t> blob) {
+                                               const NamedBytes& blob) {
   DeviceInterface* iface = iface_ ? iface_ : get_device_interface(device_.type);
   if (!iface) return set_error(Error::NotSupported, "no device interface for " + device_string(device_));
   std::lock_guard<std::mutex> lock(mutex_);
@@ -51,10 +51,11 @@ Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>&
         continue;
       }
     if (device_.is_cpu() && e.read_only()) {
-      // Borrowed: the mapping outlives every user (the store holds the program).
+      // A view of the private blob, which the view's storage keeps alive.
       const uint8_t* src = blob.data() + e.blob_offset;
-      out[i] = Tensor(Storage::create(const_cast<uint8_t*>(src), e.data_size, device_), e.dtype, e.sizes, e.strides,
-                      e.storage_offset);
+      out[i] = Tensor(Storage::create(const_cast<uint8_t*>(src), e.data_size, device_,
+                                      [owner = blob.owner()](void*) {}),
+                      e.dtype, e.sizes, e.strides, e.storage_offset);
     } else {
       owned.push_back(i);
     }

@@ -9,14 +9,15 @@
 //     upload of a few large regions (DeviceInterface::upload: pinned staging,
 //     parallel, overlapped);
 //   - CPU: constants the model never writes (parameters, tensor constants) are
-//     views of the program's read-only mapping, so they cost no copy and no
-//     private memory; buffers (which a model may update in place) are copied;
+//     views of the weights blob the program read into private memory, so they
+//     cost no second copy; buffers (which a model may update in place) are
+//     copied;
 //   - methods of one program that use the same constant (same FQN, same bytes,
 //     same geometry) get the same tensor, so shared weights live once.
 //
 // Ownership: a store belongs to the methods of its program on its device
 // (shared_ptr; a registry keeps only weak references, like shared streams)
-// and keeps the program, hence its mapping, alive. The tensors it hands out
+// and keeps the program alive. The tensors it hands out
 // stay valid while any method holds the store. Each tensor of an arena has a
 // Storage of its own that holds the arena: the arena is freed with the last
 // tensor placed in it (the store's, or a method's handle, whichever goes last).
@@ -48,8 +49,8 @@ class WeightStore {
 
   /// One tensor per entry, in order: shared with an earlier call when it
   /// placed the same constant, else placed now from `blob` (the method's
-  /// weights in the program mapping).
-  Result<std::vector<Tensor>> place(const std::vector<ConstantEntry>& entries, std::span<const uint8_t> blob);
+  /// weights, a private copy; CPU views keep it alive).
+  Result<std::vector<Tensor>> place(const std::vector<ConstantEntry>& entries, const NamedBytes& blob);
 
   /// `iface`: the device's memory and copies; null = the registered interface
   /// of `device`'s type (tests pass a counting one).

@@ -27,7 +27,7 @@ Result<std::unique_ptr<KernelDirectory>> KernelDirectory::create(const ProgramFi
     const std::string name = slash == std::string::npos ? std::string() : key.substr(slash + 1);
     if (name.empty() || name == "." || name == "..")
       return set_error(Error::InvalidProgram, label + ": kernel file key '" + key + "' does not end in a file name");
-    KILN_ASSIGN_OR_RETURN(std::span<const uint8_t> bytes, program.named_data_bytes(key, /*verify_digest=*/true));
+    KILN_ASSIGN_OR_RETURN(NamedBytes bytes, program.read_named_data(key, /*verify_digest=*/true));
     const std::string path = dir->path_ + "/" + name;
     std::FILE* f = std::fopen(path.c_str(), "wbx");  // x: never follow or reuse an existing file
     if (!f) return set_error(Error::IoError, label + ": cannot create '" + path + "': " + std::strerror(errno));

@@ -5,7 +5,7 @@
 namespace kiln::aoti {
 
 WeightPlacement::Outcome WeightPlacement::run(WeightStore& store, const std::vector<ConstantEntry>& entries,
-                                              std::span<const uint8_t> blob) {
+                                              const NamedBytes& blob) {
   Outcome o;
   o.tensors = store.place(entries, blob);
   if (!o.tensors.ok()) o.message = last_error_message();
@@ -13,22 +13,24 @@ WeightPlacement::Outcome WeightPlacement::run(WeightStore& store, const std::vec
 }
 
 std::unique_ptr<WeightPlacement> WeightPlacement::start(std::shared_ptr<WeightStore> store,
-                                                        std::vector<ConstantEntry> entries,
-                                                        std::span<const uint8_t> blob, bool on_thread) {
+                                                        std::vector<ConstantEntry> entries, NamedBytes blob,
+                                                        bool on_thread) {
   std::unique_ptr<WeightPlacement> p(new WeightPlacement(std::move(store), std::move(entries)));
+  p->blob_ = std::move(blob);
   if (on_thread) {
-    // The thread reads the placement's own store and entries, which live
-    // until the destructor has joined it.
+    // The thread reads the placement's own store, entries and blob, which
+    // live until the destructor has joined it.
     WeightStore* s = p->store_.get();
     const std::vector<ConstantEntry>* e = &p->entries_;
+    const NamedBytes* b = &p->blob_;
     try {
-      p->pending_ = std::async(std::launch::async, [s, e, blob] { return run(*s, *e, blob); });
+      p->pending_ = std::async(std::launch::async, [s, e, b] { return run(*s, *e, *b); });
       return p;
     } catch (const std::system_error&) {
       // No thread to be had: place them here, only without the overlap.
     }
   }
-  p->done_ = run(*p->store_, p->entries_, blob);
+  p->done_ = run(*p->store_, p->entries_, p->blob_);
   return p;
 }
 

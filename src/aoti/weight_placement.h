@@ -3,8 +3,8 @@
 // first load: tens of ms per GB) overlaps loading the model library, creating
 // its container and loading its kernel modules, which need none of it.
 //
-// Ownership: a placement holds the store and the entries until take(); the
-// blob it reads is the program's mapping, which the store keeps alive.
+// Ownership: a placement holds the store, the entries and the weights blob (a
+// private copy) until it is destroyed.
 // Destroying a placement that was never taken waits for its thread and drops
 // the tensors (freeing the arena unless another method shares it).
 //
@@ -29,10 +29,10 @@ class WeightPlacement {
  public:
   /// Starts placing `entries` from `blob` through `store`: on a new thread
   /// when `on_thread`, else right here (CPU weights are mostly views of the
-  /// mapping, so a thread would cost more than the placement).
+  /// blob, so a thread would cost more than the placement).
   static std::unique_ptr<WeightPlacement> start(std::shared_ptr<WeightStore> store,
-                                                std::vector<ConstantEntry> entries,
-                                                std::span<const uint8_t> blob, bool on_thread);
+                                                std::vector<ConstantEntry> entries, NamedBytes blob,
+                                                bool on_thread);
 
   /// The placed tensors, one per entry in order (waits for the thread). Once.
   Result<std::vector<Tensor>> take();
@@ -50,10 +50,11 @@ class WeightPlacement {
   };
   WeightPlacement(std::shared_ptr<WeightStore> store, std::vector<ConstantEntry> entries)
       : store_(std::move(store)), entries_(std::move(entries)) {}
-  static Outcome run(WeightStore& store, const std::vector<ConstantEntry>& entries, std::span<const uint8_t> blob);
+  static Outcome run(WeightStore& store, const std::vector<ConstantEntry>& entries, const NamedBytes& blob);
 
   std::shared_ptr<WeightStore> store_;
   std::vector<ConstantEntry> entries_;
+  NamedBytes blob_;
   std::future<Outcome> pending_;  // valid while a thread's outcome is not taken
   Outcome done_;                  // the inline outcome
   bool taken_ = false;

@@ -1,9 +1,13 @@
-// Reader of the `.kiln` program file: maps it, validates every byte it will
-// later trust, and decodes the FlatBuffer into plain C++ structs once so the
-// runtime never touches unverified memory. See docs/program-format.md.
+// Reader of the `.kiln` program file: reads the header and FlatBuffer into
+// private memory, validates every byte it will later trust (and that every
+// byte no digest covers is the writer's zero padding), and decodes the
+// FlatBuffer into plain C++ structs once so the runtime never touches
+// unverified memory. Named data is read on demand with pread and checked on
+// the private copy. See docs/program-format.md.
 #include "kiln/program_file.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -14,10 +18,11 @@
 #include "kiln_program_generated.h"
 #include "program/file_format.h"
 #include "program/hex.h"
-#include "program/mapped_file.h"
+#include "program/private_buffer.h"
+#include "program/regular_file.h"
 #include "program/sha256.h"
-#include "program/zip_archive.h"
 #include "program/signature.h"
+#include "program/zip_archive.h"
 
 namespace kiln {
 
@@ -27,6 +32,9 @@ namespace {
 
 // FlatBuffers' own limit; the Verifier asserts on larger sizes, so check first.
 constexpr uint64_t kMaxFlatbufferSize = 0x7fffffffu;
+// Named data is read and hashed in chunks this large, so each chunk is hashed
+// while it is still in the cache it was just read into.
+constexpr uint64_t kReadChunk = uint64_t{4} << 20;
 
 std::string quoted(std::string_view s) {
   // Built by append: GCC 12 flags `"'" + std::string(s)` with a false -Wrestrict.
@@ -38,58 +46,102 @@ std::string quoted(std::string_view s) {
 
 std::string str(const flatbuffers::String* s) { return s ? s->str() : std::string(); }
 
-enum class DigestState : uint8_t { Unchecked, Good, Bad };
+// Where a file's bytes come from: an open regular file (read with pread), or
+// a private copy of bytes given in memory (from_bytes).
+struct ByteSource {
+  std::optional<RegularFile> file;
+  std::shared_ptr<const PrivateBuffer> memory;
+  std::string label;
 
-struct DigestCache {
-  std::mutex mutex;
-  DigestState state = DigestState::Unchecked;
+  uint64_t size() const { return file ? file->size() : memory->size(); }
+  Error read(uint64_t offset, std::span<uint8_t> out) const {
+    if (file) return file->read_exact(offset, out);
+    if (offset > memory->size() || out.size() > memory->size() - offset)
+      return set_error(Error::Internal, label + ": read past the end of the bytes");
+    if (!out.empty()) std::memcpy(out.data(), memory->data() + offset, out.size());
+    return Error::Ok;
+  }
+  Result<std::vector<uint8_t>> read_vector(uint64_t offset, uint64_t size) const {
+    std::vector<uint8_t> out(static_cast<size_t>(size));
+    KILN_RETURN_IF_ERROR(read(offset, out));
+    return out;
+  }
 };
 
-// One mapped external data file, after its header was validated.
+// One external data file, after its header was validated.
 struct DataFile {
   std::string path;
-  MappedFile map;
+  ByteSource source;
   pf::DataHeader header;
+};
+
+// Where one named entry's bytes lie, and its live private copy if any.
+struct EntryState {
+  int32_t file = -1;     // -1: the program file; else index into data_files
+  uint64_t offset = 0;   // absolute offset in that file
+  std::mutex mutex;      // serialises reading and hashing this entry
+  std::weak_ptr<const void> live;  // the copy handed out last, while anyone holds it
+  std::span<const uint8_t> live_bytes;
+  bool live_verified = false;      // its digest was checked on that very copy
+};
+
+// A range of a file that something covers (header, FlatBuffer, a segment,
+// an entry, the trailer); the bytes between such ranges must be zero.
+struct Covered {
+  uint64_t begin = 0;
+  uint64_t end = 0;
 };
 
 }  // namespace
 
 struct ProgramFile::Impl {
   std::string label;  // "program file '<path>'" or "program bytes", prefix of every message
-  MappedFile program;
+  ByteSource program;
   std::vector<DataFile> data_files;
   uint32_t version = 0;
+  pf::ProgramHeader header;
+  std::vector<uint8_t> header_copy;              // [0, header_size): what a signature covers
+  std::shared_ptr<PrivateBuffer> flatbuffer;     // the verified FlatBuffer, page aligned
   std::vector<MethodInfo> methods;
   std::map<std::string, std::string> metadata;
   std::vector<NamedDataInfo> named_data;
   std::vector<std::string> external_file_names;
-  std::vector<std::span<const uint8_t>> named_bytes;  // parallel to named_data
+  std::unique_ptr<EntryState[]> entries;  // parallel to named_data
   std::map<std::string, size_t, std::less<>> named_index;
   std::map<std::string, size_t, std::less<>> method_index;
-  std::unique_ptr<DigestCache[]> digests;  // parallel to named_data
-  uint64_t header_size = 0;
+  std::vector<std::vector<Covered>> data_covered;  // per external file: its entries' ranges
+  std::vector<Covered> program_covered;            // the program file's segments
   uint64_t content_size = 0;  // end of the last segment: where a signature trailer starts
   std::optional<ProgramSignature> signature;
+  mutable std::atomic<bool> digests_required{false};
 
   Error fail(Error code, const std::string& message) const { return set_error(code, label + ": " + message); }
   Error invalid(const std::string& message) const { return fail(Error::InvalidProgram, message); }
 
   Error parse(const std::string& program_dir, const std::vector<std::string>& data_paths, bool have_dir);
-  Error check_header(pf::ProgramHeader* header);
+  Error check_header();
   Error check_signature_trailer(uint64_t content_end);
-  Error map_data_files(const fb::Program& root, const std::string& program_dir,
-                       const std::vector<std::string>& data_paths, bool have_dir);
-  Error decode_named_data(const fb::Program& root, const pf::ProgramHeader& header);
+  Error open_data_files(const fb::Program& root, const std::string& program_dir,
+                        const std::vector<std::string>& data_paths, bool have_dir);
+  Error decode_named_data(const fb::Program& root);
   Error decode_methods(const fb::Program& root);
   Error decode_key_values(const flatbuffers::Vector<flatbuffers::Offset<fb::KeyValue>>* list,
                           const std::string& where, std::map<std::string, std::string>* out) const;
   Error decode_tensors(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorSpec>>* list,
                        const std::string& where, std::vector<TensorSpec>* out) const;
+  Error check_padding() const;
+  Error check_program_padding(const ByteSource& source) const;
+  Error check_gaps(const ByteSource& source, std::vector<Covered> covered, uint64_t end) const;
+  Error check_zero(const ByteSource& source, uint64_t begin, uint64_t end, const std::string& where) const;
+  const ByteSource& source_of(int32_t file) const { return file < 0 ? program : data_files[file].source; }
+  Result<NamedBytes> read_entry(size_t index, bool verify) const;
 };
 
-Error ProgramFile::Impl::check_header(pf::ProgramHeader* header) {
+Error ProgramFile::Impl::check_header() {
   const uint64_t file_size = program.size();
-  const uint8_t* p = program.data();
+  const uint64_t head_size = std::min<uint64_t>(file_size, pf::kProgramHeaderSize);
+  KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> head, program.read_vector(0, head_size));
+  const uint8_t* p = head.data();
   if (file_size < pf::kProgramMagic.size())
     return invalid("truncated: " + std::to_string(file_size) + " bytes, shorter than the 8-byte magic at offset 0");
   if (std::memcmp(p, pf::kProgramMagic.data(), pf::kProgramMagic.size()) != 0)
@@ -129,36 +181,49 @@ Error ProgramFile::Impl::check_header(pf::ProgramHeader* header) {
                    std::to_string(h.segment_data_size) + " do not lie inside the file after the FlatBuffer (which ends at " +
                    std::to_string(fb_end) + ", file size " + std::to_string(file_size) + ")");
   KILN_RETURN_IF_ERROR(check_signature_trailer(seg_end));
-  const Sha256Digest digest = sha256({p + h.flatbuffer_offset, static_cast<size_t>(h.flatbuffer_size)});
+  KILN_ASSIGN_OR_RETURN(header_copy, program.read_vector(0, h.header_size));
+  // The FlatBuffer gets page-aligned memory of its own: it starts on an
+  // 8-byte boundary of the file, so its scalars stay naturally aligned.
+  KILN_ASSIGN_OR_RETURN(PrivateBuffer fb, PrivateBuffer::allocate(h.flatbuffer_size, label + ": FlatBuffer"));
+  KILN_RETURN_IF_ERROR(program.read(h.flatbuffer_offset, {fb.mutable_data(), static_cast<size_t>(fb.size())}));
+  const Sha256Digest digest = sha256(fb.bytes());
   if (digest != h.flatbuffer_sha256)
     return fail(Error::IntegrityError, "SHA-256 of the FlatBuffer (bytes " + std::to_string(h.flatbuffer_offset) + ".." +
                                            std::to_string(fb_end) + ") is " + to_hex(digest) + " but the header (offset " +
                                            std::to_string(pf::kOffFlatbufferSha256) + ") records " +
                                            to_hex(h.flatbuffer_sha256));
-  *header = h;
-  header_size = h.header_size;
+  flatbuffer = std::make_shared<PrivateBuffer>(std::move(fb));
+  header = h;
   content_size = seg_end;
   return Error::Ok;
 }
 
-// The only bytes allowed after the last segment are one well-formed signature
-// trailer that ends the file exactly; anything else is corruption.
+// The only bytes allowed after the last segment are one signature trailer of
+// exactly the size this version writes, ending the file; anything else is
+// corruption. Every field of the trailer is then checked by verification
+// (algorithm, key, signature), so no byte of it goes unchecked.
 Error ProgramFile::Impl::check_signature_trailer(uint64_t content_end) {
   const uint64_t file_size = program.size();
   if (content_end == file_size) return Error::Ok;
-  const std::span<const uint8_t> tail{program.data() + content_end, static_cast<size_t>(file_size - content_end)};
+  const uint64_t tail_size = file_size - content_end;
+  KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> tail,
+                        program.read_vector(content_end, std::min<uint64_t>(tail_size, pf::kSignatureTrailerSize)));
   const std::string where = " after the last segment (offset " + std::to_string(content_end) + ")";
   if (!pf::has_signature_magic(tail))
     return invalid("file size " + std::to_string(file_size) + " does not match the header, which says the segments end at " +
-                   std::to_string(content_end) + " (" + std::to_string(tail.size()) + " trailing bytes" +
+                   std::to_string(content_end) + " (" + std::to_string(tail_size) + " trailing bytes" +
                    " that are not a signature trailer: no \"KILNSIG1\" magic)");
-  if (tail.size() < pf::kSignatureTrailerSize)
-    return invalid("signature trailer" + where + " is truncated: " + std::to_string(tail.size()) +
+  if (tail_size < pf::kSignatureTrailerSize)
+    return invalid("signature trailer" + where + " is truncated: " + std::to_string(tail_size) +
                    " bytes, shorter than the " + std::to_string(pf::kSignatureTrailerSize) + "-byte trailer");
   const pf::SignatureTrailer t = pf::decode_signature_trailer(tail.data());
-  if (t.size != tail.size())
+  if (t.size != tail_size)
     return invalid("signature trailer" + where + " records its size as " + std::to_string(t.size) + " but " +
-                   std::to_string(tail.size()) + " bytes follow the last segment (it must end the file exactly)");
+                   std::to_string(tail_size) + " bytes follow the last segment (it must end the file exactly)");
+  if (t.size != pf::kSignatureTrailerSize)
+    return invalid("signature trailer" + where + " is " + std::to_string(t.size) + " bytes; this reader knows the " +
+                   std::to_string(pf::kSignatureTrailerSize) +
+                   "-byte trailer only, and a signature must leave no byte unchecked (written by a newer Kiln?)");
   ProgramSignature sig;
   sig.algorithm = t.algorithm;
   sig.public_key = t.public_key;
@@ -167,8 +232,8 @@ Error ProgramFile::Impl::check_signature_trailer(uint64_t content_end) {
   return Error::Ok;
 }
 
-Error ProgramFile::Impl::map_data_files(const fb::Program& root, const std::string& program_dir,
-                                        const std::vector<std::string>& data_paths, bool have_dir) {
+Error ProgramFile::Impl::open_data_files(const fb::Program& root, const std::string& program_dir,
+                                         const std::vector<std::string>& data_paths, bool have_dir) {
   if (root.external_files()) {
     std::set<std::string> seen;
     for (flatbuffers::uoffset_t i = 0; i < root.external_files()->size(); ++i) {
@@ -195,37 +260,48 @@ Error ProgramFile::Impl::map_data_files(const fb::Program& root, const std::stri
       return fail(Error::NotFound, "needs external data file " + quoted(external_file_names[i]) +
                                        ", which cannot be found for a program given as bytes");
     const std::string what = "external data file " + quoted(external_file_names[i]);
-    auto mapped = MappedFile::map(path, label + ": " + what + " at");
-    if (!mapped.ok()) return mapped.error();
-    DataFile file{path, std::move(mapped).value(), {}};
+    auto opened = RegularFile::open(path, label + ": " + what + " at");
+    if (!opened.ok()) return opened.error();
+    DataFile file{path, ByteSource{}, {}};
+    file.source.file.emplace(std::move(opened).value());
+    file.source.label = label + ": " + what;
     const std::string at = what + " ('" + path + "')";
-    const uint64_t size = file.map.size();
-    const uint8_t* p = file.map.data();
+    const uint64_t size = file.source.size();
+    KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> head,
+                          file.source.read_vector(0, std::min<uint64_t>(size, pf::kDataHeaderSize)));
+    const uint8_t* p = head.data();
     if (size < pf::kDataMagic.size() || std::memcmp(p, pf::kDataMagic.data(), pf::kDataMagic.size()) != 0)
       return invalid(at + ": bad magic at offset 0 (expected \"KILNDATA\")");
     if (size < pf::kDataHeaderSize)
       return invalid(at + ": truncated: " + std::to_string(size) + " bytes, shorter than the " +
                      std::to_string(pf::kDataHeaderSize) + "-byte header");
     const pf::DataHeader h = pf::decode_data_header(p);
-    if (h.version < kMinProgramVersion || h.version > kProgramVersion)
+    // No signature covers this header, so it must be exactly what the writer
+    // of this program wrote: the program's own format version (which the
+    // signed program header carries) and this version's header size. A
+    // changed base offset or size moves every entry, which their digests catch.
+    if (h.version != header.version)
       return invalid(at + ": format_version (offset " + std::to_string(pf::kDataOffVersion) + ") is " +
-                     std::to_string(h.version) + "; this reader accepts " + std::to_string(kMinProgramVersion) + ".." +
-                     std::to_string(kProgramVersion));
+                     std::to_string(h.version) + " but the program's is " + std::to_string(header.version) +
+                     " (a data file is written together with its program)");
     uint64_t end = 0;
-    if (h.header_size < pf::kDataHeaderSize || h.data_base_offset < h.header_size ||
-        !pf::checked_add(h.data_base_offset, h.data_size, &end) || end != size)
+    if (h.header_size != pf::kDataHeaderSize || h.data_base_offset < h.header_size ||
+        h.data_base_offset % pf::kMaxAlignment != 0 || !pf::checked_add(h.data_base_offset, h.data_size, &end) ||
+        end != size)
       return invalid(at + ": header_size/data_base_offset/data_size (offsets " +
                      std::to_string(pf::kDataOffHeaderSize) + "/" + std::to_string(pf::kDataOffBase) + "/" +
                      std::to_string(pf::kDataOffSize) + ") = " + std::to_string(h.header_size) + "/" +
                      std::to_string(h.data_base_offset) + "/" + std::to_string(h.data_size) +
-                     " do not describe the file (size " + std::to_string(size) + ")");
+                     " do not describe the file (size " + std::to_string(size) + "; the header is " +
+                     std::to_string(pf::kDataHeaderSize) + " bytes and the data starts on a " +
+                     std::to_string(pf::kMaxAlignment) + "-byte boundary)");
     file.header = h;
     data_files.push_back(std::move(file));
   }
   return Error::Ok;
 }
 
-Error ProgramFile::Impl::decode_named_data(const fb::Program& root, const pf::ProgramHeader& header) {
+Error ProgramFile::Impl::decode_named_data(const fb::Program& root) {
   const auto* segments = root.segments();
   const size_t segment_count = segments ? segments->size() : 0;
   // The FlatBuffers Verifier checks a struct vector's length word but not that
@@ -245,6 +321,7 @@ Error ProgramFile::Impl::decode_named_data(const fb::Program& root, const pf::Pr
                      std::to_string(header.segment_data_size) + " bytes at file offset " +
                      std::to_string(header.segment_base_offset));
     ranges.emplace_back(s->offset(), end);
+    program_covered.push_back({header.segment_base_offset + s->offset(), header.segment_base_offset + end});
     order[i] = i;
   }
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return ranges[a] < ranges[b]; });
@@ -262,6 +339,7 @@ Error ProgramFile::Impl::decode_named_data(const fb::Program& root, const pf::Pr
   std::vector<std::vector<std::tuple<uint64_t, uint64_t, size_t>>> external_ranges(data_files.size());
   const auto* list = root.named_data();
   const size_t count = list ? list->size() : 0;
+  entries = std::make_unique<EntryState[]>(count);
   for (size_t i = 0; i < count; ++i) {
     const fb::NamedData* nd = list->Get(static_cast<flatbuffers::uoffset_t>(i));
     const std::string key = str(nd->key());
@@ -279,7 +357,7 @@ Error ProgramFile::Impl::decode_named_data(const fb::Program& root, const pf::Pr
     info.size = nd->size();
     info.alignment = alignment;
     std::memcpy(info.sha256.data(), nd->sha256()->data(), 32);
-    std::span<const uint8_t> bytes;
+    EntryState& state = entries[named_data.size()];
     const bool in_file = nd->segment() >= 0;
     const bool external = nd->external_file() >= 0;
     if (in_file == external)
@@ -300,7 +378,9 @@ Error ProgramFile::Impl::decode_named_data(const fb::Program& root, const pf::Pr
         return invalid(where + ": segments[" + std::to_string(index) + "] at file offset " +
                        std::to_string(file_offset) + " is not aligned to " + std::to_string(alignment));
       referenced[index] = true;
-      bytes = {program.data() + file_offset, static_cast<size_t>(s->size())};
+      state.file = -1;
+      state.offset = file_offset;
+      info.file_offset = file_offset;
     } else {
       const auto index = static_cast<size_t>(nd->external_file());
       if (index >= data_files.size())
@@ -318,16 +398,18 @@ Error ProgramFile::Impl::decode_named_data(const fb::Program& root, const pf::Pr
                        std::to_string(file_offset) + " is not aligned to " + std::to_string(alignment));
       external_ranges[index].emplace_back(nd->offset(), end, i);
       info.external_file = static_cast<int32_t>(index);
-      bytes = {file.map.data() + file_offset, static_cast<size_t>(nd->size())};
+      info.file_offset = file_offset;
+      state.file = static_cast<int32_t>(index);
+      state.offset = file_offset;
     }
     named_index.emplace(key, named_data.size());
     named_data.push_back(std::move(info));
-    named_bytes.push_back(bytes);
   }
   for (size_t i = 0; i < segment_count; ++i)
     if (!referenced[i])
       // Its bytes would be covered by no digest, hence by no signature.
       return invalid("segments[" + std::to_string(i) + "] is not referenced by any named data entry");
+  data_covered.resize(data_files.size());
   for (size_t f = 0; f < external_ranges.size(); ++f) {
     auto& r = external_ranges[f];
     std::sort(r.begin(), r.end());
@@ -339,8 +421,61 @@ Error ProgramFile::Impl::decode_named_data(const fb::Program& root, const pf::Pr
         return invalid("named_data[" + std::to_string(pi) + "] and named_data[" + std::to_string(ci) +
                        "] overlap in external data file " + quoted(external_file_names[f]));
     }
+    const uint64_t base = data_files[f].header.data_base_offset;
+    for (const auto& [start, end, index] : r) data_covered[f].push_back({base + start, base + end});
   }
-  digests = std::make_unique<DigestCache[]>(named_data.size());
+  return Error::Ok;
+}
+
+Error ProgramFile::Impl::check_zero(const ByteSource& source, uint64_t begin, uint64_t end,
+                                    const std::string& where) const {
+  std::vector<uint8_t> chunk;
+  for (uint64_t at = begin; at < end;) {
+    const uint64_t n = std::min<uint64_t>(end - at, 64 * 1024);
+    chunk.resize(static_cast<size_t>(n));
+    KILN_RETURN_IF_ERROR(source.read(at, chunk));
+    for (size_t i = 0; i < chunk.size(); ++i)
+      if (chunk[i] != 0)
+        return set_error(Error::InvalidProgram,
+                         source.label + ": byte " + std::to_string(at + i) + " is 0x" + to_hex({&chunk[i], 1}) +
+                             " but lies in " + where + " (bytes " + std::to_string(begin) + ".." +
+                             std::to_string(end) + "), which the writer fills with zeros and no digest covers: "
+                             "the file was modified or corrupted");
+    at += n;
+  }
+  return Error::Ok;
+}
+
+// Every byte outside the header, the FlatBuffer, the segments, the external
+// entries and the trailer is padding the writer zero-fills. Nothing else
+// checks those bytes (no digest covers them), so they are checked here: a
+// signed program then has no byte that can change unnoticed.
+Error ProgramFile::Impl::check_gaps(const ByteSource& source, std::vector<Covered> covered, uint64_t end) const {
+  std::sort(covered.begin(), covered.end(), [](const Covered& a, const Covered& b) { return a.begin < b.begin; });
+  uint64_t at = 0;
+  for (const Covered& c : covered) {
+    if (c.begin > at) KILN_RETURN_IF_ERROR(check_zero(source, at, c.begin, "padding between covered ranges"));
+    at = std::max(at, c.end);
+  }
+  if (end > at) KILN_RETURN_IF_ERROR(check_zero(source, at, end, "padding after the last covered range"));
+  return Error::Ok;
+}
+
+Error ProgramFile::Impl::check_program_padding(const ByteSource& source) const {
+  std::vector<Covered> covered = program_covered;
+  covered.push_back({0, header.header_size});
+  covered.push_back({header.flatbuffer_offset, header.flatbuffer_offset + header.flatbuffer_size});
+  covered.push_back({content_size, source.size()});  // the trailer, checked on its own
+  return check_gaps(source, std::move(covered), source.size());
+}
+
+Error ProgramFile::Impl::check_padding() const {
+  KILN_RETURN_IF_ERROR(check_program_padding(program));
+  for (size_t f = 0; f < data_files.size(); ++f) {
+    std::vector<Covered> data = data_covered[f];
+    data.push_back({0, pf::kDataHeaderSize});
+    KILN_RETURN_IF_ERROR(check_gaps(data_files[f].source, std::move(data), data_files[f].source.size()));
+  }
   return Error::Ok;
 }
 
@@ -414,11 +549,10 @@ Error ProgramFile::Impl::decode_methods(const fb::Program& root) {
 
 Error ProgramFile::Impl::parse(const std::string& program_dir, const std::vector<std::string>& data_paths,
                                bool have_dir) {
-  pf::ProgramHeader header;
-  KILN_RETURN_IF_ERROR(check_header(&header));
+  KILN_RETURN_IF_ERROR(check_header());
   version = header.version;
-  const uint8_t* fb_bytes = program.data() + header.flatbuffer_offset;
-  const auto fb_size = static_cast<size_t>(header.flatbuffer_size);
+  const uint8_t* fb_bytes = flatbuffer->data();
+  const auto fb_size = static_cast<size_t>(flatbuffer->size());
   // Depth/table limits bound the verifier's work on adversarial input.
   flatbuffers::Verifier verifier(fb_bytes, fb_size, /*max_depth=*/16, /*max_tables=*/1u << 20);
   if (!fb::VerifyProgramBuffer(verifier))
@@ -428,10 +562,81 @@ Error ProgramFile::Impl::parse(const std::string& program_dir, const std::vector
                    "Kiln program (identifier \"KLNP\")");
   const fb::Program& root = *fb::GetProgram(fb_bytes);
   KILN_RETURN_IF_ERROR(decode_key_values(root.metadata(), "metadata", &metadata));
-  KILN_RETURN_IF_ERROR(map_data_files(root, program_dir, data_paths, have_dir));
-  KILN_RETURN_IF_ERROR(decode_named_data(root, header));
+  KILN_RETURN_IF_ERROR(open_data_files(root, program_dir, data_paths, have_dir));
+  KILN_RETURN_IF_ERROR(decode_named_data(root));
   KILN_RETURN_IF_ERROR(decode_methods(root));
+  KILN_RETURN_IF_ERROR(check_padding());
   return Error::Ok;
+}
+
+namespace {
+
+// Fills `out` from `offset` of `source`, hashing what was read into `hasher`
+// (when given) chunk by chunk: the digest is of the private copy itself, and
+// each chunk is hashed while still in the cache. (Reading on a second thread
+// ahead of the hashing was measured slower.)
+Error read_then_hash(const ByteSource& source, uint64_t offset, std::span<uint8_t> out, Sha256* hasher) {
+  for (uint64_t done = 0; done < out.size();) {
+    const uint64_t n = std::min<uint64_t>(kReadChunk, out.size() - done);
+    const std::span<uint8_t> chunk = out.subspan(static_cast<size_t>(done), static_cast<size_t>(n));
+    KILN_RETURN_IF_ERROR(source.read(offset + done, chunk));
+    if (hasher) hasher->update(chunk);
+    done += n;
+  }
+  return Error::Ok;
+}
+
+}  // namespace
+
+Result<NamedBytes> ProgramFile::Impl::read_entry(size_t index, bool verify) const {
+  const NamedDataInfo& info = named_data[index];
+  EntryState& state = entries[index];
+  verify = verify || digests_required.load(std::memory_order_acquire);
+  // One lock per entry: reading and hashing a large weights blob blocks only
+  // callers of that same entry, who would otherwise read it again.
+  std::lock_guard<std::mutex> lock(state.mutex);
+  std::shared_ptr<const void> owner = state.live.lock();
+  std::span<const uint8_t> bytes = state.live_bytes;
+  bool verified = owner && state.live_verified;
+  const auto mismatch = [&](const Sha256Digest& digest) {
+    return fail(Error::IntegrityError,
+                "SHA-256 of named data " + quoted(info.key) + " (" + std::to_string(info.size) + " bytes) is " +
+                    to_hex(digest) + " but the program records " + to_hex(info.sha256) +
+                    (info.external_file >= 0
+                         ? " (in external data file " + quoted(external_file_names[info.external_file]) + ")"
+                         : std::string()));
+  };
+  if (!owner) {
+    const ByteSource& source = source_of(state.file);
+    if (source.memory) {
+      // A program given as bytes is a private copy already: entries are views of it.
+      owner = source.memory;
+      bytes = {source.memory->data() + state.offset, static_cast<size_t>(info.size)};
+    } else {
+      KILN_ASSIGN_OR_RETURN(PrivateBuffer buffer, PrivateBuffer::allocate(info.size, label + ": " + quoted(info.key)));
+      Sha256 hasher;
+      if (read_then_hash(source, state.offset, {buffer.mutable_data(), static_cast<size_t>(info.size)},
+                        verify ? &hasher : nullptr) != Error::Ok)
+        return fail(Error::IoError, "reading named data " + quoted(info.key) + ": " + last_error_message());
+      if (verify) {
+        const Sha256Digest digest = hasher.finish();
+        if (digest != info.sha256) return mismatch(digest);
+        verified = true;
+      }
+      auto shared = std::make_shared<const PrivateBuffer>(std::move(buffer));
+      bytes = shared->bytes();
+      owner = std::move(shared);
+    }
+  }
+  if (verify && !verified) {
+    const Sha256Digest digest = sha256(bytes);
+    if (digest != info.sha256) return mismatch(digest);
+    verified = true;
+  }
+  state.live = owner;
+  state.live_bytes = bytes;
+  state.live_verified = verified;
+  return NamedBytes(std::move(owner), bytes);
 }
 
 ProgramFile::ProgramFile(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -441,9 +646,10 @@ Result<std::shared_ptr<const ProgramFile>> ProgramFile::open(const std::string& 
                                                              const std::vector<std::string>& data_files) {
   auto impl = std::make_unique<Impl>();
   impl->label = "program file '" + path + "'";
-  auto mapped = MappedFile::map(path, "program file");
-  if (!mapped.ok()) return mapped.error();
-  impl->program = std::move(mapped).value();
+  auto opened = RegularFile::open(path, "program file");
+  if (!opened.ok()) return opened.error();
+  impl->program.file.emplace(std::move(opened).value());
+  impl->program.label = impl->label;
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
   KILN_RETURN_IF_ERROR(impl->parse(dir, data_files, /*have_dir=*/true));
@@ -453,9 +659,9 @@ Result<std::shared_ptr<const ProgramFile>> ProgramFile::open(const std::string& 
 Result<std::shared_ptr<const ProgramFile>> ProgramFile::from_bytes(std::span<const uint8_t> bytes) {
   auto impl = std::make_unique<Impl>();
   impl->label = "program bytes";
-  auto copy = MappedFile::copy_of(bytes);
-  if (!copy.ok()) return copy.error();
-  impl->program = std::move(copy).value();
+  KILN_ASSIGN_OR_RETURN(PrivateBuffer copy, PrivateBuffer::copy_of(bytes, impl->label));
+  impl->program.memory = std::make_shared<const PrivateBuffer>(std::move(copy));
+  impl->program.label = impl->label;
   KILN_RETURN_IF_ERROR(impl->parse({}, {}, /*have_dir=*/false));
   return std::shared_ptr<const ProgramFile>(new ProgramFile(std::move(impl)));
 }
@@ -478,35 +684,45 @@ uint64_t ProgramFile::file_size() const noexcept { return impl_->program.size();
 const ProgramSignature* ProgramFile::signature() const noexcept {
   return impl_->signature ? &*impl_->signature : nullptr;
 }
-std::span<const uint8_t> ProgramFile::header_bytes() const noexcept {
-  return {impl_->program.data(), static_cast<size_t>(impl_->header_size)};
-}
-std::span<const uint8_t> ProgramFile::content_bytes() const noexcept {
-  return {impl_->program.data(), static_cast<size_t>(impl_->content_size)};
-}
+std::span<const uint8_t> ProgramFile::header_bytes() const noexcept { return impl_->header_copy; }
 
-Result<std::span<const uint8_t>> ProgramFile::named_data_bytes(std::string_view key, bool verify_digest) const {
+Result<NamedBytes> ProgramFile::read_named_data(std::string_view key, bool verify_digest) const {
   auto it = impl_->named_index.find(key);
   if (it == impl_->named_index.end())
     return impl_->fail(Error::NotFound, "no named data entry " + quoted(key));
-  const size_t index = it->second;
-  const std::span<const uint8_t> bytes = impl_->named_bytes[index];
-  if (!verify_digest) return bytes;
-  const NamedDataInfo& info = impl_->named_data[index];
-  DigestCache& cache = impl_->digests[index];
-  // One lock per entry: hashing a large weights blob blocks only callers of
-  // that same entry, who would otherwise hash it again.
-  std::lock_guard<std::mutex> lock(cache.mutex);
-  if (cache.state == DigestState::Unchecked)
-    cache.state = sha256(bytes) == info.sha256 ? DigestState::Good : DigestState::Bad;
-  if (cache.state == DigestState::Bad)
-    return impl_->fail(Error::IntegrityError,
-                       "SHA-256 of named data " + quoted(key) + " (" + std::to_string(bytes.size()) +
-                           " bytes) does not match the recorded " + to_hex(info.sha256) +
-                           (info.external_file >= 0
-                                ? " (in external data file " + quoted(impl_->external_file_names[info.external_file]) + ")"
-                                : std::string()));
-  return bytes;
+  return impl_->read_entry(it->second, verify_digest);
+}
+
+void ProgramFile::require_digests() const noexcept {
+  impl_->digests_required.store(true, std::memory_order_release);
+}
+
+Result<NamedBytes> ProgramFile::read_content() const {
+  const Impl& impl = *impl_;
+  KILN_ASSIGN_OR_RETURN(PrivateBuffer copy, PrivateBuffer::allocate(impl.content_size, impl.label));
+  KILN_RETURN_IF_ERROR(impl.program.read(0, {copy.mutable_data(), static_cast<size_t>(copy.size())}));
+  const auto changed = [&](const std::string& what) {
+    return impl.fail(Error::IntegrityError, what + " changed since the program was opened");
+  };
+  if (std::memcmp(copy.data(), impl.header_copy.data(), impl.header_copy.size()) != 0) return changed("the header");
+  if (std::memcmp(copy.data() + impl.header.flatbuffer_offset, impl.flatbuffer->data(), impl.flatbuffer->size()) != 0)
+    return changed("the FlatBuffer");
+  for (size_t i = 0; i < impl.named_data.size(); ++i) {
+    const EntryState& state = impl.entries[i];
+    if (state.file >= 0) continue;
+    const NamedDataInfo& info = impl.named_data[i];
+    const Sha256Digest digest = sha256({copy.data() + state.offset, static_cast<size_t>(info.size)});
+    if (digest != info.sha256)
+      return impl.fail(Error::IntegrityError, "SHA-256 of named data " + quoted(info.key) + " (" +
+                                                  std::to_string(info.size) + " bytes) is " + to_hex(digest) +
+                                                  " but the program records " + to_hex(info.sha256));
+  }
+  auto shared = std::make_shared<const PrivateBuffer>(std::move(copy));
+  // The padding of this copy, too: it is what the signer writes out.
+  const ByteSource copy_source{std::nullopt, shared, impl.label};
+  KILN_RETURN_IF_ERROR(impl.check_program_padding(copy_source));
+  const std::span<const uint8_t> bytes = shared->bytes();
+  return NamedBytes(std::move(shared), bytes);
 }
 
 }  // namespace kiln

@@ -24,8 +24,9 @@ namespace kiln::program_format {
 
 /// First 8 bytes of the trailer.
 inline constexpr std::array<uint8_t, 8> kSignatureMagic = {'K', 'I', 'L', 'N', 'S', 'I', 'G', '1'};
-/// Size of the trailer written by this version; a reader accepts larger
-/// values (fields appended later) as long as the trailer ends the file.
+/// Size of the trailer. A reader refuses any other size: bytes after the
+/// fields it knows would be covered by no check (a later trailer layout needs
+/// a new magic).
 inline constexpr uint32_t kSignatureTrailerSize = 112;
 /// Values of the trailer's `algorithm` field.
 inline constexpr uint32_t kSignatureEd25519 = 1;

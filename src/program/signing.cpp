@@ -132,6 +132,15 @@ Error check_every_digest(const ProgramFile& program, std::vector<NamedBytes>* ve
   return Error::Ok;
 }
 
+// Key files are a few lines of text; the bound keeps a hostile path (a huge
+// or endless file) from being read whole.
+constexpr uint64_t kMaxKeyFileSize = 1 << 20;
+
+Result<std::string> read_key_file(const std::string& path, const std::string& what) {
+  KILN_ASSIGN_OR_RETURN(RegularFile file, RegularFile::open(path, what));
+  KILN_ASSIGN_OR_RETURN(PrivateBuffer bytes, file.read_all(kMaxKeyFileSize));
+  return std::string(reinterpret_cast<const char*>(bytes.data()), static_cast<size_t>(bytes.size()));
+}
 }  // namespace
 
 Result<KeyPair> generate_key_pair() {
@@ -206,15 +215,15 @@ Result<SecretKey> parse_secret_key(std::string_view text, std::string_view sourc
 }
 
 Result<std::vector<PublicKey>> read_public_keys(const std::string& path) {
-  KILN_ASSIGN_OR_RETURN(MappedFile file, MappedFile::map(path, "public key file"));
-  const std::string_view text(reinterpret_cast<const char*>(file.data()), file.size());
+  KILN_ASSIGN_OR_RETURN(std::string text, read_key_file(path, "public key file"));
   return parse_public_keys(text, "public key file '" + path + "'");
 }
 
 Result<SecretKey> read_secret_key(const std::string& path) {
-  KILN_ASSIGN_OR_RETURN(MappedFile file, MappedFile::map(path, "secret key file"));
-  const std::string_view text(reinterpret_cast<const char*>(file.data()), file.size());
-  return parse_secret_key(text, "secret key file '" + path + "'");
+  KILN_ASSIGN_OR_RETURN(std::string text, read_key_file(path, "secret key file"));
+  const Result<SecretKey> key = parse_secret_key(text, "secret key file '" + path + "'");
+  sodium_memzero(text.data(), text.size());
+  return key;
 }
 
 Error write_key_pair(const KeyPair& keys, const std::string& stem) {
@@ -237,8 +246,11 @@ Error sign_program_file(const std::string& path, const SecretKey& key,
                         const std::vector<std::string>& data_files, const std::string& out_path) {
   KILN_RETURN_IF_ERROR(init_sodium());
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<const ProgramFile> program, ProgramFile::open(path, data_files));
-  // A signature vouches for the digests; refuse to vouch for bytes that already fail them.
-  if (check_every_digest(*program) != Error::Ok)
+  // A signature vouches for the digests; refuse to vouch for bytes that
+  // already fail them. The content is read once, checked on that copy, and
+  // that same copy is written out below.
+  auto content = program->read_content();
+  if (!content.ok() || check_every_digest(*program, nullptr) != Error::Ok)
     return set_error(Error::IntegrityError, "not signing '" + path + "': " + last_error_message());
 
   pf::SignatureTrailer trailer;
@@ -258,13 +270,14 @@ Error sign_program_file(const std::string& path, const SecretKey& key,
     return set_error(Error::IoError, "program file '" + path + "': stat failed: " + std::strerror(err));
   }
   const auto encoded = pf::encode_signature_trailer(trailer);
-  // content_bytes() leaves out an existing trailer, so re-signing replaces it.
+  // The content leaves out an existing trailer, so re-signing replaces it.
   return replace_file_atomically(out_path.empty() ? path : out_path,
-                                 {program->content_bytes(), std::span<const uint8_t>(encoded)},
+                                 {content->bytes(), std::span<const uint8_t>(encoded)},
                                  st.st_mode & 07777);
 }
 
-Error verify_signed_program(const ProgramFile& program, std::span<const PublicKey> trusted) {
+Error verify_signed_program(const ProgramFile& program, std::span<const PublicKey> trusted,
+                            std::vector<NamedBytes>* verified) {
   KILN_RETURN_IF_ERROR(init_sodium());
   if (trusted.empty())
     return set_error(Error::InvalidArgument,
@@ -289,7 +302,7 @@ Error verify_signed_program(const ProgramFile& program, std::span<const PublicKe
                                                 "signature was modified after signing");
   // The header is authentic, so the digests it covers are; now every byte
   // they describe must match them.
-  return check_every_digest(program);
+  return check_every_digest(program, verified);
 }
 
 }  // namespace kiln

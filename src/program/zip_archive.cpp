@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "program/file_format.h"
+#include "program/regular_file.h"
 
 namespace kiln {
 namespace {
@@ -173,16 +174,17 @@ bool ZipArchive::has_zip_magic(std::span<const uint8_t> bytes) noexcept {
 }
 
 Result<ZipArchive> ZipArchive::open(const std::string& path) {
-  KILN_ASSIGN_OR_RETURN(MappedFile file, MappedFile::map(path, "package"));
+  KILN_ASSIGN_OR_RETURN(RegularFile opened, RegularFile::open(path, "package"));
+  KILN_ASSIGN_OR_RETURN(PrivateBuffer file, opened.read(0, opened.size()));
   return parse(std::move(file), "'" + path + "'");
 }
 
 Result<ZipArchive> ZipArchive::from_bytes(std::span<const uint8_t> bytes, const std::string& label) {
-  KILN_ASSIGN_OR_RETURN(MappedFile file, MappedFile::copy_of(bytes));
+  KILN_ASSIGN_OR_RETURN(PrivateBuffer file, PrivateBuffer::copy_of(bytes, label));
   return parse(std::move(file), label);
 }
 
-Result<ZipArchive> ZipArchive::parse(MappedFile file, const std::string& label) {
+Result<ZipArchive> ZipArchive::parse(PrivateBuffer file, const std::string& label) {
   ZipArchive archive;
   archive.file_ = std::move(file);
   archive.label_ = label;

@@ -4,11 +4,12 @@
 // switches to ZIP64 records past 4 GiB). Kiln reads packages without zlib:
 // entries compressed with any other method are listed but refused on read.
 //
-// open() maps the file and validates the end-of-central-directory record
+// open() reads the whole file into private memory (RegularFile: a FIFO or a
+// file truncated meanwhile is an error, never a hang or a SIGBUS) and validates the end-of-central-directory record
 // (ZIP64 included), every central directory entry and its local header, all
 // with overflow-checked bounds; read() checks the entry's CRC-32.
 //
-// Ownership: owns its mapping (or copy); spans from read() are valid while the
+// Ownership: owns its private copy; spans from read() are valid while the
 // ZipArchive lives. Movable, not copyable. Thread-safe for concurrent reads.
 #pragma once
 
@@ -19,7 +20,7 @@
 #include <vector>
 
 #include "kiln/error.h"
-#include "program/mapped_file.h"
+#include "program/private_buffer.h"
 
 namespace kiln {
 
@@ -37,7 +38,7 @@ struct ZipEntry {
 
 class ZipArchive {
  public:
-  /// Maps and validates `path`. NotFound / IoError for the file, InvalidProgram
+  /// Reads and validates `path`. NotFound / IoError for the file, InvalidProgram
   /// naming the record and offset for a corrupt or truncated archive.
   static Result<ZipArchive> open(const std::string& path);
   /// Validates a copy of `bytes`; `label` names it in messages (tests, fuzzing).
@@ -58,9 +59,9 @@ class ZipArchive {
 
  private:
   ZipArchive() = default;
-  static Result<ZipArchive> parse(MappedFile file, const std::string& label);
+  static Result<ZipArchive> parse(PrivateBuffer file, const std::string& label);
 
-  MappedFile file_;
+  PrivateBuffer file_;
   std::string label_;
   std::vector<ZipEntry> entries_;
 };

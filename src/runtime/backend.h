@@ -34,7 +34,7 @@ class Backend {
   /// InvalidArgument naming the key when an option is unknown or mistyped.
   virtual Error validate_options(const BackendOptions& options) const = 0;
   /// Loads `method` of `program`. The executor keeps `program` alive (its
-  /// mapped bytes may be used in place).
+  /// named data is read from it when needed).
   virtual Result<std::unique_ptr<MethodExecutor>> load_method(std::shared_ptr<const ProgramFile> program,
                                                               const MethodInfo& method,
                                                               const BackendOptions& options) = 0;

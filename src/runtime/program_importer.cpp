@@ -1,7 +1,8 @@
 #include "runtime/program_importer.h"
 
-#include <cstdio>
+#include <algorithm>
 
+#include "program/regular_file.h"
 #include "runtime/backend.h"
 
 namespace kiln {
@@ -16,12 +17,12 @@ void register_program_importer(const ProgramImporter* importer) { importers().pu
 
 Result<std::shared_ptr<const ProgramFile>> open_program(const std::string& path,
                                                         const std::vector<std::string>& data_files) {
+  // Opened without blocking and type-checked first: a FIFO or a device given
+  // as the program is an error naming it, never a hang.
+  KILN_ASSIGN_OR_RETURN(RegularFile file, RegularFile::open(path, "program file"));
   uint8_t head[8] = {};
-  size_t n = 0;
-  if (std::FILE* f = std::fopen(path.c_str(), "rb")) {
-    n = std::fread(head, 1, sizeof(head), f);
-    std::fclose(f);
-  }
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(file.size(), sizeof(head)));
+  KILN_RETURN_IF_ERROR(file.read_exact(0, {head, n}));
   // Importers register with the built-in backends, on first use of that registry.
   (void)backend_names();
   for (const ProgramImporter* importer : importers()) {
@@ -31,7 +32,6 @@ Result<std::shared_ptr<const ProgramFile>> open_program(const std::string& path,
                                                    ", which takes no external data files");
     return importer->import(path);
   }
-  // Unreadable files and real programs alike: ProgramFile names the problem.
   return ProgramFile::open(path, data_files);
 }
 

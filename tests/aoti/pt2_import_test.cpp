@@ -16,6 +16,7 @@
 
 #include "../program/zip_builder.h"
 #include "aoti/kernel_directory.h"
+#include "common/temp_dir.h"
 #include "kiln/module.h"
 #include "kiln/pt2_import.h"
 
@@ -69,8 +70,9 @@ std::vector<TestEntry> package_entries(const std::string& device, float scale) {
   };
 }
 
-std::string write_package(const std::vector<TestEntry>& entries, const std::string& name) {
-  const std::string path = ::testing::TempDir() + name;
+std::string write_package(const testing_util::TempDir& dir, const std::vector<TestEntry>& entries,
+                          const std::string& name) {
+  const std::string path = dir.file(name);
   const auto bytes = make_zip(entries);
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
                                              static_cast<std::streamsize>(bytes.size()));
@@ -87,7 +89,8 @@ Result<std::shared_ptr<const ProgramFile>> import_bytes(const std::vector<TestEn
 }
 
 TEST(Pt2Import, ModuleLoadsAPackageDirectly) {
-  const std::string path = write_package(package_entries("cpu", 2.5f), "direct.pt2");
+  const testing_util::TempDir dir;
+  const std::string path = write_package(dir, package_entries("cpu", 2.5f), "direct.pt2");
   Module module(path);
   ASSERT_EQ(module.load(), Error::Ok) << last_error_message();
   auto meta = module.method_meta("forward");
@@ -113,12 +116,12 @@ TEST(Pt2Import, ModuleLoadsAPackageDirectly) {
   auto refused = module.forward({*bad});
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(last_error_message().find("must be float32"), std::string::npos) << last_error_message();
-  std::filesystem::remove(path);
 }
 
 TEST(Pt2Import, ImportWritesAProgramFile) {
-  const std::string path = write_package(package_entries("cpu", 1.0f), "written.pt2");
-  const std::string out = ::testing::TempDir() + "written.kiln";
+  const testing_util::TempDir dir;
+  const std::string path = write_package(dir, package_entries("cpu", 1.0f), "written.pt2");
+  const std::string out = dir.file("written.kiln");
   ASSERT_EQ(import_pt2_package(path, out, "", "predict"), Error::Ok) << last_error_message();
   auto program = ProgramFile::open(out);
   ASSERT_TRUE(program.ok()) << last_error_message();
@@ -126,11 +129,9 @@ TEST(Pt2Import, ImportWritesAProgramFile) {
   ASSERT_NE(method, nullptr);
   EXPECT_EQ(method->weights_key, "predict.weights");
   EXPECT_EQ(method->metadata.at("pt2_model"), "model");
-  auto library = (*program)->named_data_bytes(method->library_key);
+  auto library = (*program)->read_named_data(method->library_key);
   ASSERT_TRUE(library.ok());
   EXPECT_EQ(library->size(), read_text(KILN_FAKE_MODEL_PATH).size());
-  std::filesystem::remove(path);
-  std::filesystem::remove(out);
 }
 
 TEST(Pt2Import, CudaKernelFilesBecomeAKernelDirectory) {
@@ -241,11 +242,11 @@ TEST(Pt2Import, ModelSelection) {
 }
 
 TEST(Pt2Import, DataFilesAreRejectedForPackages) {
-  const std::string path = write_package(package_entries("cpu", 1.0f), "data.pt2");
+  const testing_util::TempDir dir;
+  const std::string path = write_package(dir, package_entries("cpu", 1.0f), "data.pt2");
   Module module(path, {"weights.kiln.data"});
   EXPECT_EQ(module.load(), Error::InvalidArgument);
   EXPECT_NE(last_error_message().find("takes no external data files"), std::string::npos) << last_error_message();
-  std::filesystem::remove(path);
 }
 
 }  // namespace

@@ -107,6 +107,12 @@ std::vector<uint8_t> random_blob(size_t n, unsigned seed) {
   return blob;
 }
 
+// `blob` as the private copy a program hands out; the test keeps the vector
+// alive, so the owner frees nothing.
+kiln::NamedBytes named(const std::vector<uint8_t>& blob) {
+  return kiln::NamedBytes(std::shared_ptr<const void>(blob.data(), [](const void*) {}), blob);
+}
+
 // A 1-D uint8 constant of `nbytes` at `blob_offset`.
 ConstantEntry constant(const std::string& name, uint64_t blob_offset, uint64_t nbytes,
                        const std::string& type = "Parameter") {
@@ -222,7 +228,7 @@ TEST(WeightStore, OneCallIsOneAllocationAndOneUploadRegion) {
   const auto blob = random_blob(entries.back().blob_offset + entries.back().data_size, 1);
   {
     WeightStore store(nullptr, kGpu, &dev);
-    auto tensors = store.place(entries, blob);
+    auto tensors = store.place(entries, named(blob));
     ASSERT_TRUE(tensors.ok()) << kiln::last_error_message();
     EXPECT_EQ(dev.allocations, 1);
     EXPECT_EQ(dev.uploads, 1);
@@ -252,7 +258,7 @@ TEST(WeightStore, OddSizesGapsAndEmptyConstantsHoldTheirBytes) {
   std::swap(entries[2], entries[7]);
   const auto blob = random_blob(5847 + 700, 2);
   WeightStore store(nullptr, kGpu, &dev);
-  auto tensors = store.place(entries, blob);
+  auto tensors = store.place(entries, named(blob));
   ASSERT_TRUE(tensors.ok()) << kiln::last_error_message();
   EXPECT_EQ(dev.allocations, 1);
   expect_placed(entries, *tensors, blob);
@@ -273,10 +279,11 @@ TEST(WeightStore, BuffersOfAMethodOnTheCpuShareAnArenaAndParametersStayBorrowed)
                                         constant("running_var", 4196, 100, "Buffer")};
   const auto blob = random_blob(4296, 3);
   WeightStore store(nullptr, Device{DeviceType::CPU, 0}, &dev);
-  auto tensors = store.place(entries, blob);
+  const kiln::NamedBytes bytes = named(blob);
+  auto tensors = store.place(entries, bytes);
   ASSERT_TRUE(tensors.ok()) << kiln::last_error_message();
-  EXPECT_EQ((*tensors)[0].storage()->data(), blob.data());  // read-only: the mapping itself
-  EXPECT_FALSE((*tensors)[0].storage()->owns_memory());
+  EXPECT_EQ((*tensors)[0].storage()->data(), blob.data());  // read-only: a view of the blob, no copy
+  EXPECT_GT(bytes.owner().use_count(), 1);                  // which the view keeps alive
   EXPECT_EQ(dev.allocations, 1);  // both buffers in one arena
   EXPECT_TRUE((*tensors)[1].storage()->owns_memory());
   expect_placed({entries[1], entries[2]}, {(*tensors)[1], (*tensors)[2]}, blob);
@@ -293,9 +300,9 @@ TEST(WeightStore, SharedConstantsArePlacedOnceAndTheArenaLivesWithItsLastTensor)
   Tensor kept;
   {
     auto store = std::make_shared<WeightStore>(nullptr, kGpu, &dev);
-    auto a = store->place(first, blob);
+    auto a = store->place(first, named(blob));
     ASSERT_TRUE(a.ok()) << kiln::last_error_message();
-    auto b = store->place(second, blob);
+    auto b = store->place(second, named(blob));
     ASSERT_TRUE(b.ok()) << kiln::last_error_message();
     EXPECT_EQ(dev.allocations, 2);  // one arena per call; the shared constant is not placed again
     EXPECT_EQ((*b)[1].storage().get(), (*a)[0].storage().get());
@@ -321,7 +328,7 @@ TEST(WeightStore, AllocationFailureNamesTheWeightsAndPlacesNothing) {
   const auto entries = packed({4096, 4096});
   const auto blob = random_blob(8192, 5);
   WeightStore store(nullptr, kGpu, &dev);
-  auto tensors = store.place(entries, blob);
+  auto tensors = store.place(entries, named(blob));
   ASSERT_FALSE(tensors.ok());
   EXPECT_EQ(tensors.error(), Error::OutOfMemory);
   const std::string msg = kiln::last_error_message();
@@ -329,7 +336,7 @@ TEST(WeightStore, AllocationFailureNamesTheWeightsAndPlacesNothing) {
   EXPECT_NE(msg.find("fake device is full"), std::string::npos) << msg;
   // Nothing was published: a later call places them.
   dev.fail_allocation = false;
-  auto again = store.place(entries, blob);
+  auto again = store.place(entries, named(blob));
   ASSERT_TRUE(again.ok()) << kiln::last_error_message();
   expect_placed(entries, *again, blob);
 }
@@ -342,7 +349,7 @@ TEST(WeightStore, ArenaIsReadyForEveryStreamBeforeTheUpload) {
   const auto entries = packed({4096, 8192});
   const auto blob = random_blob(12288, 9);
   WeightStore store(nullptr, kGpu, &dev);
-  auto tensors = store.place(entries, blob);
+  auto tensors = store.place(entries, named(blob));
   ASSERT_TRUE(tensors.ok()) << kiln::last_error_message();
   const auto& ev = dev.events;
   const auto first = [&](const char* what) { return std::find(ev.begin(), ev.end(), what) - ev.begin(); };
@@ -359,7 +366,7 @@ TEST(WeightStore, ArenaThatNeverBecomesReadyIsFreedAndNamed) {
   const auto entries = packed({4096});
   const auto blob = random_blob(4096, 10);
   WeightStore store(nullptr, kGpu, &dev);
-  auto tensors = store.place(entries, blob);
+  auto tensors = store.place(entries, named(blob));
   ASSERT_FALSE(tensors.ok());
   EXPECT_EQ(tensors.error(), Error::BackendFailed);
   const std::string msg = kiln::last_error_message();
@@ -375,13 +382,13 @@ TEST(WeightStore, UploadFailureFreesTheArenaAndPublishesNothing) {
   const auto entries = packed({4096, 4096});
   const auto blob = random_blob(8192, 6);
   WeightStore store(nullptr, kGpu, &dev);
-  auto tensors = store.place(entries, blob);
+  auto tensors = store.place(entries, named(blob));
   ASSERT_FALSE(tensors.ok());
   EXPECT_NE(kiln::last_error_message().find("fake upload failed"), std::string::npos);
   EXPECT_EQ(dev.frees, 1);
   EXPECT_EQ(dev.live(), 0u);
   dev.fail_upload = false;
-  auto again = store.place(entries, blob);
+  auto again = store.place(entries, named(blob));
   ASSERT_TRUE(again.ok()) << kiln::last_error_message();
   EXPECT_EQ(dev.allocations, 2);  // placed anew, not taken from the failed call
   expect_placed(entries, *again, blob);
@@ -396,7 +403,7 @@ TEST(WeightPlacement, OnAThreadUploadsElsewhereAndHandsTheStoresTensors) {
   const auto entries = packed({4096, 8192, 100});
   const auto blob = random_blob(12388, 21);
   auto store = std::make_shared<WeightStore>(nullptr, kGpu, &dev);
-  auto placement = WeightPlacement::start(store, entries, blob, /*on_thread=*/true);
+  auto placement = WeightPlacement::start(store, entries, named(blob), /*on_thread=*/true);
   auto tensors = placement->take();
   ASSERT_TRUE(tensors.ok()) << kiln::last_error_message();
   expect_placed(entries, *tensors, blob);
@@ -404,7 +411,7 @@ TEST(WeightPlacement, OnAThreadUploadsElsewhereAndHandsTheStoresTensors) {
   EXPECT_NE(dev.upload_thread, std::this_thread::get_id());
   EXPECT_EQ(placement->store(), store);
   // The store shares them: placing the same constants again uploads nothing.
-  auto again = store->place(entries, blob);
+  auto again = store->place(entries, named(blob));
   ASSERT_TRUE(again.ok());
   EXPECT_EQ((*again)[1].storage()->data(), (*tensors)[1].storage()->data());
   EXPECT_EQ(dev.uploads, 1);
@@ -419,7 +426,7 @@ TEST(WeightPlacement, InlineRunsOnTheCallersThread) {
   const auto entries = packed({4096});
   const auto blob = random_blob(4096, 22);
   auto placement =
-      WeightPlacement::start(std::make_shared<WeightStore>(nullptr, kGpu, &dev), entries, blob, /*on_thread=*/false);
+      WeightPlacement::start(std::make_shared<WeightStore>(nullptr, kGpu, &dev), entries, named(blob), /*on_thread=*/false);
   EXPECT_EQ(dev.uploads, 1);  // before take()
   EXPECT_EQ(dev.upload_thread, std::this_thread::get_id());
   auto tensors = placement->take();
@@ -434,7 +441,7 @@ TEST(WeightPlacement, ErrorOnTheThreadComesBackWithItsMessage) {
   const auto blob = random_blob(8192, 23);
   kiln::clear_error();
   auto placement =
-      WeightPlacement::start(std::make_shared<WeightStore>(nullptr, kGpu, &dev), entries, blob, /*on_thread=*/true);
+      WeightPlacement::start(std::make_shared<WeightStore>(nullptr, kGpu, &dev), entries, named(blob), /*on_thread=*/true);
   auto tensors = placement->take();
   ASSERT_FALSE(tensors.ok());
   EXPECT_EQ(tensors.error(), Error::BackendFailed);
@@ -447,7 +454,7 @@ TEST(WeightPlacement, DroppedUntakenJoinsAndFreesTheArena) {
   const auto entries = packed({1 << 20, 1 << 20});
   const auto blob = random_blob(2 << 20, 24);
   {
-    auto placement = WeightPlacement::start(std::make_shared<WeightStore>(nullptr, kGpu, &dev), entries, blob,
+    auto placement = WeightPlacement::start(std::make_shared<WeightStore>(nullptr, kGpu, &dev), entries, named(blob),
                                             /*on_thread=*/true);
   }  // joined here, without take()
   EXPECT_EQ(dev.uploads, 1);

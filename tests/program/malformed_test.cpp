@@ -15,9 +15,9 @@ namespace kiln {
 namespace {
 
 namespace pf = program_format;
-using testing_util::make_temp_dir;
 using testing_util::pattern;
 using testing_util::read_file;
+using testing_util::TempDir;
 using testing_util::write_file;
 
 // ---- raw FlatBuffer construction ---------------------------------------------
@@ -152,7 +152,7 @@ std::vector<uint8_t> valid_file() { return build_raw(valid_spec()); }
 TEST(ProgramMalformed, ValidBaselineIsAccepted) {
   auto p = ProgramFile::from_bytes(valid_file());
   ASSERT_TRUE(p.ok()) << last_error_message();
-  auto lib = (*p)->named_data_bytes("lib");
+  auto lib = (*p)->read_named_data("lib");
   ASSERT_TRUE(lib.ok());
   const auto region = pattern(128, 3, 1);
   EXPECT_EQ(std::vector<uint8_t>(lib->begin(), lib->end()), std::vector<uint8_t>(region.begin(), region.begin() + 64));
@@ -188,7 +188,7 @@ TEST(ProgramMalformed, RandomByteDamageNeverCrashes) {
       g[i] ^= x;
       if (i >= pf::kOffFlatbufferSha256 + 32) refresh_digest(&g, h);  // reach the Verifier and the semantic checks, not just the digest
       auto p = ProgramFile::from_bytes(g);
-      if (p.ok()) (void)(*p)->named_data_bytes("lib");
+      if (p.ok()) (void)(*p)->read_named_data("lib");
     }
   }
 }
@@ -208,7 +208,7 @@ TEST(ProgramMalformed, RandomMultiByteFlatbufferDamageNeverCrashes) {
     auto p = ProgramFile::from_bytes(g);
     if (!p.ok()) continue;
     ++accepted;  // damage to strings/values can leave a valid program
-    for (const auto& info : (*p)->named_data()) (void)(*p)->named_data_bytes(info.key);
+    for (const auto& info : (*p)->named_data()) (void)(*p)->read_named_data(info.key);
   }
   EXPECT_LT(accepted, 3000);
 }
@@ -392,13 +392,13 @@ TEST(ProgramMalformed, CorruptedLibraryBytesFailOnlyAtNamedDataBytes) {
   f[header_of(f).segment_base_offset + 3] ^= 0x01;  // inside "lib"
   auto p = ProgramFile::from_bytes(f);
   ASSERT_TRUE(p.ok()) << "open must not hash named data: " << last_error_message();
-  auto lib = (*p)->named_data_bytes("lib");
+  auto lib = (*p)->read_named_data("lib");
   EXPECT_EQ(lib.error(), Error::IntegrityError);
   EXPECT_NE(last_error_message().find("SHA-256 of named data 'lib'"), std::string::npos) << last_error_message();
   // The failure is cached and reported again; unverified access still works.
-  EXPECT_EQ((*p)->named_data_bytes("lib").error(), Error::IntegrityError);
-  EXPECT_TRUE((*p)->named_data_bytes("lib", /*verify_digest=*/false).ok());
-  EXPECT_TRUE((*p)->named_data_bytes("w").ok());
+  EXPECT_EQ((*p)->read_named_data("lib").error(), Error::IntegrityError);
+  EXPECT_TRUE((*p)->read_named_data("lib", /*verify_digest=*/false).ok());
+  EXPECT_TRUE((*p)->read_named_data("w").ok());
 }
 
 // ---- external data files ---------------------------------------------------------
@@ -406,8 +406,7 @@ TEST(ProgramMalformed, CorruptedLibraryBytesFailOnlyAtNamedDataBytes) {
 class ExternalData : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = make_temp_dir();
-    ASSERT_FALSE(dir_.empty());
+    ASSERT_FALSE(dir_.path().empty());
     ProgramWriter w;
     ASSERT_EQ(w.add_named_data("lib", pattern(100, 1, 1)), Error::Ok);
     ASSERT_EQ(w.add_named_data("w", pattern(3000, 7, 7), 4096, /*external=*/true), Error::Ok);
@@ -418,16 +417,16 @@ class ExternalData : public ::testing::Test {
     m.library_key = "lib";
     m.weights_key = "w";
     ASSERT_EQ(w.add_method(m), Error::Ok);
-    ASSERT_EQ(w.write(dir_ + "m.kiln", dir_ + "weights.bin"), Error::Ok) << last_error_message();
+    ASSERT_EQ(w.write(dir_.file("m.kiln"), dir_.file("weights.bin")), Error::Ok) << last_error_message();
   }
-  std::string dir_;
+  TempDir dir_;
 };
 
 TEST_F(ExternalData, OpensNextToProgramAndChecksAlignment) {
-  auto p = ProgramFile::open(dir_ + "m.kiln");
+  auto p = ProgramFile::open(dir_.file("m.kiln"));
   ASSERT_TRUE(p.ok()) << last_error_message();
   EXPECT_EQ((*p)->external_file_names(), std::vector<std::string>{"weights.bin"});
-  auto w = (*p)->named_data_bytes("w");
+  auto w = (*p)->read_named_data("w");
   ASSERT_TRUE(w.ok()) << last_error_message();
   EXPECT_EQ(std::vector<uint8_t>(w->begin(), w->end()), pattern(3000, 7, 7));
   EXPECT_EQ(reinterpret_cast<uintptr_t>(w->data()) % 4096, 0u);
@@ -435,31 +434,31 @@ TEST_F(ExternalData, OpensNextToProgramAndChecksAlignment) {
 }
 
 TEST_F(ExternalData, MissingFileIsNotFoundNamingIt) {
-  ASSERT_EQ(std::remove((dir_ + "weights.bin").c_str()), 0);
-  auto p = ProgramFile::open(dir_ + "m.kiln");
+  ASSERT_EQ(std::remove(dir_.file("weights.bin").c_str()), 0);
+  auto p = ProgramFile::open(dir_.file("m.kiln"));
   EXPECT_EQ(p.error(), Error::NotFound);
   EXPECT_NE(last_error_message().find("weights.bin"), std::string::npos) << last_error_message();
 }
 
 TEST_F(ExternalData, ExplicitPathsMustMatchCount) {
-  auto p = ProgramFile::open(dir_ + "m.kiln", {dir_ + "weights.bin", dir_ + "other.bin"});
+  auto p = ProgramFile::open(dir_.file("m.kiln"), {dir_.file("weights.bin"), dir_.file("other.bin")});
   EXPECT_EQ(p.error(), Error::InvalidArgument);
-  ASSERT_EQ(std::rename((dir_ + "weights.bin").c_str(), (dir_ + "moved.bin").c_str()), 0);
-  auto q = ProgramFile::open(dir_ + "m.kiln", {dir_ + "moved.bin"});
+  ASSERT_EQ(std::rename(dir_.file("weights.bin").c_str(), dir_.file("moved.bin").c_str()), 0);
+  auto q = ProgramFile::open(dir_.file("m.kiln"), {dir_.file("moved.bin")});
   EXPECT_TRUE(q.ok()) << last_error_message();
 }
 
 TEST_F(ExternalData, FromBytesCannotFindExternalFile) {
-  auto p = ProgramFile::from_bytes(read_file(dir_ + "m.kiln"));
+  auto p = ProgramFile::from_bytes(read_file(dir_.file("m.kiln")));
   EXPECT_EQ(p.error(), Error::NotFound);
   EXPECT_NE(last_error_message().find("weights.bin"), std::string::npos);
 }
 
 TEST_F(ExternalData, DataFileHeaderIsValidated) {
-  const auto good = read_file(dir_ + "weights.bin");
+  const auto good = read_file(dir_.file("weights.bin"));
   auto check = [&](std::vector<uint8_t> data, const std::string& needle) {
-    write_file(dir_ + "weights.bin", data);
-    auto p = ProgramFile::open(dir_ + "m.kiln");
+    write_file(dir_.file("weights.bin"), data);
+    auto p = ProgramFile::open(dir_.file("m.kiln"));
     EXPECT_EQ(p.error(), Error::InvalidProgram) << needle;
     EXPECT_NE(last_error_message().find(needle), std::string::npos) << last_error_message();
   };
@@ -478,14 +477,14 @@ TEST_F(ExternalData, DataFileHeaderIsValidated) {
 }
 
 TEST_F(ExternalData, CorruptedWeightsFailLazily) {
-  auto data = read_file(dir_ + "weights.bin");
+  auto data = read_file(dir_.file("weights.bin"));
   data[pf::kDataBaseOffset + 10] ^= 0xff;
-  write_file(dir_ + "weights.bin", data);
-  auto p = ProgramFile::open(dir_ + "m.kiln");
+  write_file(dir_.file("weights.bin"), data);
+  auto p = ProgramFile::open(dir_.file("m.kiln"));
   ASSERT_TRUE(p.ok()) << last_error_message();
-  EXPECT_EQ((*p)->named_data_bytes("w").error(), Error::IntegrityError);
+  EXPECT_EQ((*p)->read_named_data("w").error(), Error::IntegrityError);
   EXPECT_NE(last_error_message().find("external data file 'weights.bin'"), std::string::npos) << last_error_message();
-  EXPECT_TRUE((*p)->named_data_bytes("lib").ok());
+  EXPECT_TRUE((*p)->read_named_data("lib").ok());
 }
 
 }  // namespace

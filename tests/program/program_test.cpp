@@ -15,9 +15,9 @@
 namespace kiln {
 namespace {
 
-using testing_util::make_temp_dir;
 using testing_util::pattern;
 using testing_util::read_file;
+using testing_util::TempDir;
 
 const std::string kGoldenDir = std::string(KILN_SOURCE_DIR) + "/tests/data/golden/";
 
@@ -76,7 +76,7 @@ void expect_entry(const ProgramFile& p, size_t index, const std::string& key, co
   EXPECT_EQ(info.alignment, alignment);
   EXPECT_EQ(info.external_file, external_file);
   EXPECT_EQ(info.sha256, sha256(bytes)) << key;
-  auto got = p.named_data_bytes(key);
+  auto got = p.read_named_data(key);
   ASSERT_TRUE(got.ok()) << last_error_message();
   EXPECT_EQ(std::vector<uint8_t>(got->begin(), got->end()), bytes) << key;
   EXPECT_EQ(reinterpret_cast<uintptr_t>(got->data()) % alignment, 0u) << key << " is not aligned in memory";
@@ -136,7 +136,7 @@ void expect_golden(const ProgramFile& p, const std::string& writer_name, const s
   expect_entry(p, 3, "extra", pattern(10, 1, 0), 16, -1);
   // Python stores identical bytes once (two entries, one segment); C++ twice.
   expect_entry(p, 4, "alias.so", pattern(300, 7, 1), 64, -1);
-  auto missing = p.named_data_bytes("nope");
+  auto missing = p.read_named_data("nope");
   EXPECT_EQ(missing.error(), Error::NotFound);
 }
 
@@ -154,11 +154,11 @@ TEST(ProgramGolden, PythonWrittenFileWithExplicitDataPath) {
 }
 
 TEST(ProgramGolden, CppWriterReproducesCommittedGolden) {
-  const std::string dir = make_temp_dir();
-  ASSERT_FALSE(dir.empty());
+  const TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
   const ProgramWriter w = golden_writer("cpp");
-  ASSERT_EQ(w.write(dir + "cpp_written.kiln"), Error::Ok) << last_error_message();
-  auto p = ProgramFile::open(dir + "cpp_written.kiln");
+  ASSERT_EQ(w.write(dir.file("cpp_written.kiln")), Error::Ok) << last_error_message();
+  auto p = ProgramFile::open(dir.file("cpp_written.kiln"));
   ASSERT_TRUE(p.ok()) << last_error_message();
   expect_golden(**p, "cpp", "cpp_written.kiln.data");
   if (std::getenv("KILN_UPDATE_GOLDEN")) {
@@ -166,9 +166,9 @@ TEST(ProgramGolden, CppWriterReproducesCommittedGolden) {
   }
   // The writer is deterministic, so the committed file (read by the Python
   // test) must be exactly what this build writes.
-  EXPECT_EQ(read_file(dir + "cpp_written.kiln"), read_file(kGoldenDir + "cpp_written.kiln"))
+  EXPECT_EQ(read_file(dir.file("cpp_written.kiln")), read_file(kGoldenDir + "cpp_written.kiln"))
       << "rerun with KILN_UPDATE_GOLDEN=1 after an intended format change";
-  EXPECT_EQ(read_file(dir + "cpp_written.kiln.data"), read_file(kGoldenDir + "cpp_written.kiln.data"));
+  EXPECT_EQ(read_file(dir.file("cpp_written.kiln.data")), read_file(kGoldenDir + "cpp_written.kiln.data"));
 }
 
 TEST(ProgramWriter, InFileRoundTripThroughBytes) {
@@ -240,7 +240,7 @@ TEST(ProgramFile, ConcurrentDigestChecksAgree) {
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&] {
-      auto s = (*p)->named_data_bytes("blob");
+      auto s = (*p)->read_named_data("blob");
       if (s.ok() && s->size() == blob.size()) ++good;
     });
   for (auto& t : threads) t.join();

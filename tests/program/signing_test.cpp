@@ -21,9 +21,9 @@ namespace kiln {
 namespace {
 
 namespace pf = program_format;
-using testing_util::make_temp_dir;
 using testing_util::pattern;
 using testing_util::read_file;
+using testing_util::TempDir;
 using testing_util::write_file;
 
 const std::vector<uint8_t> kLibrary = pattern(500, 7, 3);
@@ -31,7 +31,7 @@ const std::vector<uint8_t> kWeights = pattern(2000, 11, 5);
 const std::vector<uint8_t> kExternal = pattern(900, 13, 1);
 
 // A program with a library, in-file weights, and (optionally) an external blob.
-std::string write_program(const std::string& dir, const std::vector<uint8_t>& library = kLibrary,
+std::string write_program(const TempDir& dir, const std::vector<uint8_t>& library = kLibrary,
                           bool with_external = false) {
   ProgramWriter writer;
   MethodInfo m;
@@ -48,7 +48,7 @@ std::string write_program(const std::string& dir, const std::vector<uint8_t>& li
   if (with_external) {
     EXPECT_EQ(writer.add_named_data("extra", kExternal, 64, /*external=*/true), Error::Ok);
   }
-  const std::string path = dir + "m.kiln";
+  const std::string path = dir.file("m.kiln");
   EXPECT_EQ(writer.write(path), Error::Ok) << last_error_message();
   return path;
 }
@@ -61,14 +61,14 @@ size_t find_bytes(const std::vector<uint8_t>& haystack, const std::vector<uint8_
 }
 
 struct Signed {
-  std::string dir, path;
+  TempDir dir;
+  std::string path;
   KeyPair keys;
   std::vector<uint8_t> unsigned_bytes, signed_bytes;
 };
 
 Signed make_signed(bool with_external = false) {
   Signed s;
-  s.dir = make_temp_dir();
   s.path = write_program(s.dir, kLibrary, with_external);
   s.unsigned_bytes = read_file(s.path);
   auto keys = generate_key_pair();
@@ -146,26 +146,26 @@ TEST(SigningKeys, MalformedKeyTextIsNamed) {
 }
 
 TEST(SigningKeys, KeyPairFilesHaveSafeModesAndAreNeverOverwritten) {
-  const std::string dir = make_temp_dir();
+  const TempDir dir;
   auto keys = generate_key_pair();
   ASSERT_TRUE(keys.ok());
-  ASSERT_EQ(write_key_pair(*keys, dir + "alice"), Error::Ok) << message();
+  ASSERT_EQ(write_key_pair(*keys, dir.file("alice")), Error::Ok) << message();
   struct stat st {};
-  ASSERT_EQ(::stat((dir + "alice.key").c_str(), &st), 0);
+  ASSERT_EQ(::stat(dir.file("alice.key").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
-  ASSERT_EQ(::stat((dir + "alice.pub").c_str(), &st), 0);
+  ASSERT_EQ(::stat(dir.file("alice.pub").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0644u);
-  auto secret = read_secret_key(dir + "alice.key");
-  auto pub = read_public_keys(dir + "alice.pub");
+  auto secret = read_secret_key(dir.file("alice.key"));
+  auto pub = read_public_keys(dir.file("alice.pub"));
   ASSERT_TRUE(secret.ok() && pub.ok()) << message();
   EXPECT_EQ(secret->seed, keys->secret_key.seed);
   EXPECT_EQ((*pub)[0], keys->public_key);
 
   auto other = generate_key_pair();
   ASSERT_TRUE(other.ok());
-  EXPECT_EQ(write_key_pair(*other, dir + "alice"), Error::InvalidArgument);
+  EXPECT_EQ(write_key_pair(*other, dir.file("alice")), Error::InvalidArgument);
   EXPECT_NE(message().find("already exists"), std::string::npos) << message();
-  EXPECT_EQ(read_secret_key(dir + "alice.key")->seed, keys->secret_key.seed);  // untouched
+  EXPECT_EQ(read_secret_key(dir.file("alice.key"))->seed, keys->secret_key.seed);  // untouched
 }
 
 // ---- sign and verify -----------------------------------------------------------
@@ -182,17 +182,17 @@ TEST(Signing, SignVerifyRoundTrip) {
   EXPECT_EQ(signature->algorithm, pf::kSignatureEd25519);
   EXPECT_EQ(signature->public_key, s.keys.public_key);
   EXPECT_EQ((*program)->file_size(), s.signed_bytes.size());
-  EXPECT_EQ((*program)->content_bytes().size(), s.unsigned_bytes.size());
+  EXPECT_EQ((*program)->read_content()->size(), s.unsigned_bytes.size());
   EXPECT_EQ((*program)->header_bytes().size(), pf::kProgramHeaderSize);
   const std::vector<PublicKey> trusted = {s.keys.public_key};
   EXPECT_EQ(verify_signed_program(**program, trusted), Error::Ok) << message();
   // The runtime reads a signed program like an unsigned one.
-  auto lib = (*program)->named_data_bytes("lib");
+  auto lib = (*program)->read_named_data("lib");
   ASSERT_TRUE(lib.ok()) << message();
   EXPECT_TRUE(std::equal(lib->begin(), lib->end(), kLibrary.begin(), kLibrary.end()));
   // No temporary file is left next to the program.
   size_t files = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(s.dir)) (void)entry, ++files;
+  for (const auto& entry : std::filesystem::directory_iterator(s.dir.path())) (void)entry, ++files;
   EXPECT_EQ(files, 1u);
 }
 
@@ -221,25 +221,25 @@ TEST(Signing, ResigningReplacesTheTrailer) {
 }
 
 TEST(Signing, SignToAnotherPathKeepsTheOriginalAndItsMode) {
-  const std::string dir = make_temp_dir();
+  const TempDir dir;
   const std::string path = write_program(dir);
   ASSERT_EQ(::chmod(path.c_str(), 0640), 0);
   const auto before = read_file(path);
   auto keys = generate_key_pair();
   ASSERT_TRUE(keys.ok());
-  ASSERT_EQ(sign_program_file(path, keys->secret_key, {}, dir + "signed.kiln"), Error::Ok) << message();
+  ASSERT_EQ(sign_program_file(path, keys->secret_key, {}, dir.file("signed.kiln")), Error::Ok) << message();
   EXPECT_EQ(read_file(path), before);
   struct stat st {};
-  ASSERT_EQ(::stat((dir + "signed.kiln").c_str(), &st), 0);
+  ASSERT_EQ(::stat(dir.file("signed.kiln").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0640u);
-  auto program = ProgramFile::open(dir + "signed.kiln");
+  auto program = ProgramFile::open(dir.file("signed.kiln"));
   ASSERT_TRUE(program.ok()) << message();
   const std::vector<PublicKey> trusted = {keys->public_key};
   EXPECT_EQ(verify_signed_program(**program, trusted), Error::Ok) << message();
 }
 
 TEST(Signing, RefusesToSignCorruptData) {
-  const std::string dir = make_temp_dir();
+  const TempDir dir;
   const std::string path = write_program(dir);
   auto bytes = read_file(path);
   bytes[find_bytes(bytes, kWeights) + 10] ^= 0x01;
@@ -253,11 +253,11 @@ TEST(Signing, RefusesToSignCorruptData) {
 }
 
 TEST(Signing, UnsignedProgramAndEmptyTrustAreRefused) {
-  const std::string dir = make_temp_dir();
+  const TempDir dir;
   auto program = ProgramFile::open(write_program(dir));
   ASSERT_TRUE(program.ok()) << message();
   EXPECT_EQ((*program)->signature(), nullptr);
-  EXPECT_EQ((*program)->content_bytes().size(), (*program)->file_size());
+  EXPECT_EQ((*program)->read_content()->size(), (*program)->file_size());
   auto keys = generate_key_pair();
   ASSERT_TRUE(keys.ok());
   const std::vector<PublicKey> trusted = {keys->public_key};
@@ -286,7 +286,7 @@ TEST(SigningTamper, EveryHeaderByteIsProtected) {
 // carrying the original's signature trailer.
 TEST(SigningTamper, RebuiltProgramWithTheOldSignatureIsRefused) {
   Signed s = make_signed();
-  const std::string other_dir = make_temp_dir();
+  const TempDir other_dir;
   auto trojan = pattern(kLibrary.size(), 7, 4);
   auto rebuilt = read_file(write_program(other_dir, trojan));
   ASSERT_TRUE(ProgramFile::from_bytes(rebuilt).ok()) << message();  // consistent on its own
@@ -387,16 +387,21 @@ TEST(SignatureTrailer, GarbageAfterTheSegmentsIsInvalid) {
   EXPECT_NE(message().find("must end the file exactly"), std::string::npos) << message();
 }
 
-TEST(SignatureTrailer, LongerTrailerFromALaterVersionIsAccepted) {
+// Bytes after the trailer's fields would be covered by nothing: a trailer
+// longer than this version's (even one that says so in its size field) is
+// refused, so no byte of a signed file can change unnoticed.
+TEST(SignatureTrailer, LongerTrailerIsRefused) {
   Signed s = make_signed();
-  auto bytes = s.signed_bytes;
-  const size_t trailer = s.unsigned_bytes.size();
-  bytes.insert(bytes.end(), 16, 0);
-  pf::store_le32(bytes.data() + trailer + pf::kSigOffSize, pf::kSignatureTrailerSize + 16);
-  auto program = ProgramFile::from_bytes(bytes);
-  ASSERT_TRUE(program.ok()) << message();
-  const std::vector<PublicKey> trusted = {s.keys.public_key};
-  EXPECT_EQ(verify_signed_program(**program, trusted), Error::Ok) << message();
+  for (uint8_t fill : {uint8_t{0}, uint8_t{0x5A}}) {
+    auto bytes = s.signed_bytes;
+    const size_t trailer = s.unsigned_bytes.size();
+    bytes.insert(bytes.end(), 16, fill);
+    pf::store_le32(bytes.data() + trailer + pf::kSigOffSize, pf::kSignatureTrailerSize + 16);
+    auto program = ProgramFile::from_bytes(bytes);
+    ASSERT_FALSE(program.ok());
+    EXPECT_EQ(program.error(), Error::InvalidProgram);
+    EXPECT_NE(message().find("knows the 112-byte trailer only"), std::string::npos) << message();
+  }
 }
 
 TEST(SignatureTrailer, UnknownAlgorithmIsNotSupported) {
@@ -408,6 +413,50 @@ TEST(SignatureTrailer, UnknownAlgorithmIsNotSupported) {
   const std::vector<PublicKey> trusted = {s.keys.public_key};
   EXPECT_EQ(verify_signed_program(**program, trusted), Error::NotSupported);
   EXPECT_NE(message().find("algorithm 7"), std::string::npos) << message();
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A signature must leave no byte of a signed program unchecked: flipping any
+// single byte of the program file (padding between segments, after the
+// FlatBuffer, in the trailer...) or of its external data file (header,
+// padding, data) is refused by open() or by verification.
+TEST(SigningTamper, EveryByteOfASignedProgramAndItsDataFileIsChecked) {
+  for (bool with_external : {false, true}) {
+    SCOPED_TRACE(with_external ? "with an external data file" : "program file only");
+    Signed s = make_signed(with_external);
+    const std::vector<PublicKey> trusted = {s.keys.public_key};
+    ASSERT_EQ(verify_bytes(s, s.signed_bytes, trusted), Error::Ok) << message();
+    size_t unnoticed = 0;
+    for (size_t i = 0; i < s.signed_bytes.size(); ++i) {
+      auto bytes = s.signed_bytes;
+      bytes[i] ^= 0x01;
+      if (verify_bytes(s, bytes, trusted) == Error::Ok) {
+        ++unnoticed;
+        ADD_FAILURE() << "a flipped program byte at offset " << i << " went unnoticed";
+      }
+    }
+    write_file(s.path, s.signed_bytes);
+    if (with_external) {
+      const std::string data_path = s.path + ".data";
+      const auto data = read_file(data_path);
+      for (size_t i = 0; i < data.size(); ++i) {
+        auto bytes = data;
+        bytes[i] ^= 0x01;
+        write_file(data_path, bytes);
+        if (verify_bytes(s, s.signed_bytes, trusted) == Error::Ok) {
+          ++unnoticed;
+          ADD_FAILURE() << "a flipped data file byte at offset " << i << " went unnoticed";
+        }
+      }
+      write_file(data_path, data);
+    }
+    EXPECT_EQ(unnoticed, 0u);
+  }
 }
 
 }  // namespace

@@ -88,15 +88,17 @@ def load_cost_kib(path, placement) -> int:
     return cost
 
 
-def test_cpu_parameters_are_not_copied_at_load(program):
+def test_cpu_weights_are_held_once(program):
+    """A method's weights blob is read into private memory once (what was checked is what
+    runs: docs/program-format.md), and Kiln's CPU parameters are views of that copy, which
+    both methods share: loading the two methods that use the 8 MiB weight adds it once (the
+    copy is fresh anonymous memory, so it shows however warm the heap is)."""
     path, _, _ = program
     weight_kib = D_OUT * D_IN * 4 // 1024
     for placement in ("kiln", "library"):  # warm-up: libraries, allocator arenas
         load_cost_kib(path, placement)
-    for placement in ("kiln", "library"):
-        cost = load_cost_kib(path, placement)
-        # Two methods use the 8 MiB weight; a copy would show up as anonymous memory.
-        assert cost < weight_kib * 0.25, (placement, cost, weight_kib)
+    cost = load_cost_kib(path, "kiln")
+    assert weight_kib * 0.9 < cost < weight_kib * 1.25, (cost, weight_kib)
 
 
 def test_verify_weights_off_still_loads(program):
@@ -118,8 +120,8 @@ def test_unknown_placement_is_refused(program):
 
 
 def test_auto_placement_on_the_cpu_is_kiln(program):
-    """With no "weights" option a CPU method's weights are Kiln's: views of the
-    mapping, buffers copied into an arena (the info log's "placed ... on cpu"
+    """With no "weights" option a CPU method's weights are Kiln's: views of its
+    private copy of the blob, buffers copied into an arena (the info log's "placed ... on cpu"
     line). The library's own loading copied the whole blob for larger models
     (187 MiB and 215 ms for a Whisper-base decoder step, docs/cpu.md)."""
     path, _, _ = program
