@@ -51,18 +51,25 @@ class KILN_API Module {
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
-  /// Maps and validates the program, then deep-copies `options` (the caller
+  /// Opens and validates the program, then deep-copies `options` (the caller
   /// may free its map right after). Validates options against each backend
   /// the program uses. Commits only on success: on error the Module is left
-  /// as it was. Calling it again replaces the options of methods loaded later.
+  /// as it was, except under a signature policy (below). Calling it again
+  /// replaces the options of methods loaded later.
   /// With a signature policy (kProgramOptions / environment) an unsigned,
-  /// untrusted or modified program fails here with IntegrityError.
+  /// untrusted or modified program fails here with IntegrityError. The policy
+  /// is sticky: once a load() asked for a signature, every later load of this
+  /// Module requires one too (require_signature=false is refused), a refused
+  /// load unloads the program and every method, and the loads that execute,
+  /// load_method, method_names and method_meta make on the caller's behalf
+  /// repeat the last load() request, policy included.
   Error load(const LoadBackendOptionsMap& options = {});
   bool is_loaded() const noexcept;
 
   /// Loads (dlopen, create container, upload weights) one method. Without
-  /// `options` the Module's copy from load() is used. load() is called first
-  /// with no options if it has not been.
+  /// `options` the Module's copy from load() is used. If the program is not
+  /// loaded, the last load() request is repeated first (no options if there
+  /// was none).
   Error load_method(std::string_view name, const LoadBackendOptionsMap* options = nullptr);
   bool is_method_loaded(std::string_view name) const;
   /// Frees everything the method holds. NotFound if not loaded.
@@ -93,11 +100,23 @@ class KILN_API Module {
   // so execute gets the one it loaded even if another thread unloads the
   // method right after.
   Result<std::shared_ptr<MethodExecutor>> load_executor(std::string_view name, const LoadBackendOptionsMap* options);
+  // Repeats the last load() request unless the program is loaded.
+  Error load_if_needed();
+  // load() with mutex_ held; try_load does the work, load_locked applies the
+  // sticky signature policy to its outcome.
+  Error load_locked(const LoadBackendOptionsMap& options);
+  // `asked_before`: an earlier load() asked for a signature.
+  Error try_load(const LoadBackendOptionsMap& options, bool asked_before);
 
   std::string path_;
   std::vector<std::string> data_files_;
   std::shared_ptr<const ProgramFile> program_;
-  LoadBackendOptionsMap options_;
+  LoadBackendOptionsMap options_;    // of the last successful load()
+  LoadBackendOptionsMap requested_;  // of the last load() call, successful or not
+  bool signature_required_ = false;  // some load() asked for a signature: required from then on
+  bool signed_ = false;              // program_ passed a signature policy
+  // Entries checked by the signature policy, kept until a method using them loads.
+  std::map<std::string, NamedBytes, std::less<>> verified_;
   mutable std::mutex mutex_;
   std::map<std::string, std::shared_ptr<MethodExecutor>, std::less<>> methods_;
 };

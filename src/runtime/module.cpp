@@ -37,17 +37,62 @@ Error validate_against_program(const ProgramFile& program, const LoadBackendOpti
 
 Error Module::load(const LoadBackendOptionsMap& options) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // Loads made on the caller's behalf (execute, load_method, method_names,
+  // method_meta before any load succeeded) repeat this request, policy and all.
+  requested_ = options;
+  return load_locked(options);
+}
+
+Error Module::load_if_needed() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (program_) return Error::Ok;
+  return load_locked(requested_);
+}
+
+Error Module::load_locked(const LoadBackendOptionsMap& options) {
+  // Recorded before anything else can fail: from now on this Module runs
+  // nothing that a trusted signature does not cover.
+  const bool asked_before = signature_required_;
+  if (SignaturePolicy::asked_for(options.options_for(kProgramOptions))) signature_required_ = true;
+  const Error error = try_load(options, asked_before);
+  if (error != Error::Ok && signature_required_) {
+    // A refused (or unusable) policy is sticky: whatever was loaded, with or
+    // without it, is dropped, and every later call loads under it again.
+    const std::string message = last_error_message();
+    methods_.clear();
+    program_.reset();
+    verified_.clear();
+    signed_ = false;
+    return set_error(error, message);
+  }
+  return error;
+}
+
+Error Module::try_load(const LoadBackendOptionsMap& options, bool asked_before) {
   std::shared_ptr<const ProgramFile> program = program_;
   if (!program) {
     KILN_ASSIGN_OR_RETURN(program, open_program(path_, data_files_));
   }
   KILN_RETURN_IF_ERROR(validate_against_program(*program, options));
-  KILN_ASSIGN_OR_RETURN(SignaturePolicy policy, SignaturePolicy::from(options.options_for(kProgramOptions)));
-  if (const Error refused = policy.enforce(*program); refused != Error::Ok)
-    return set_error(refused, "program '" + path_ + "' refused by the signature policy: " + last_error_message());
+  KILN_ASSIGN_OR_RETURN(SignaturePolicy policy,
+                        SignaturePolicy::from(options.options_for(kProgramOptions), asked_before));
+  std::vector<NamedBytes> verified;
+  if (policy.required) {
+    if (const Error refused = policy.enforce(*program, &verified); refused != Error::Ok)
+      return set_error(refused, "program '" + path_ + "' refused by the signature policy: " + last_error_message());
+    // Every later read of this program is checked against its (now signed)
+    // digests, whatever aoti.verify_weights says.
+    program->require_digests();
+  }
   // Commit: deep copy of the caller's map, so the caller may free it now.
+  if (policy.required && !signed_) methods_.clear();  // loaded before a signature was required
   options_ = options;
   program_ = std::move(program);
+  signed_ = policy.required;
+  verified_.clear();
+  // The verified copies are kept until the methods that use them load, so
+  // loading reads and hashes nothing a second time.
+  for (size_t i = 0; i < verified.size(); ++i) verified_.emplace(program_->named_data()[i].key, std::move(verified[i]));
   return Error::Ok;
 }
 
@@ -65,8 +110,9 @@ Result<std::shared_ptr<MethodExecutor>> Module::load_executor(std::string_view n
   // Refused whether or not the method is loaded already.
   if (options && options->options_for(kProgramOptions))
     return set_error(Error::InvalidArgument, "'program' options apply to Module::load(), not to load_method()");
-  if (!is_loaded()) KILN_RETURN_IF_ERROR(load());
+  KILN_RETURN_IF_ERROR(load_if_needed());
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!program_) return set_error(Error::InvalidState, "program '" + path_ + "' was unloaded by a concurrent load()");
   if (auto it = methods_.find(name); it != methods_.end()) return it->second;
   const MethodInfo* method = program_->find_method(name);
   if (!method) return set_error(Error::NotFound, "program '" + path_ + "' has no method '" + std::string(name) + "'");
@@ -83,6 +129,9 @@ Result<std::shared_ptr<MethodExecutor>> Module::load_executor(std::string_view n
                         backend->load_method(program_, *method, *backend_options));
   std::shared_ptr<MethodExecutor> shared(std::move(executor));
   methods_.emplace(std::string(name), shared);
+  // The method holds what it needs of its verified copies now.
+  verified_.erase(method->library_key);
+  verified_.erase(method->weights_key);
   return shared;
 }
 
@@ -117,6 +166,7 @@ Result<std::vector<Tensor>> Module::execute(std::string_view name, const std::ve
   }
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (!program_) return set_error(Error::InvalidState, "program '" + path_ + "' was unloaded by a concurrent load()");
     method = program_->find_method(name);
   }
   KILN_RETURN_IF_ERROR(validate_inputs(*method, inputs));
@@ -124,16 +174,18 @@ Result<std::vector<Tensor>> Module::execute(std::string_view name, const std::ve
 }
 
 Result<std::vector<std::string>> Module::method_names() {
-  if (!is_loaded()) KILN_RETURN_IF_ERROR(load());
+  KILN_RETURN_IF_ERROR(load_if_needed());
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!program_) return set_error(Error::InvalidState, "program '" + path_ + "' was unloaded by a concurrent load()");
   std::vector<std::string> names;
   for (const MethodInfo& method : program_->methods()) names.push_back(method.name);
   return names;
 }
 
 Result<MethodInfo> Module::method_meta(std::string_view name) {
-  if (!is_loaded()) KILN_RETURN_IF_ERROR(load());
+  KILN_RETURN_IF_ERROR(load_if_needed());
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!program_) return set_error(Error::InvalidState, "program '" + path_ + "' was unloaded by a concurrent load()");
   const MethodInfo* method = program_->find_method(name);
   if (!method) return set_error(Error::NotFound, "program '" + path_ + "' has no method '" + std::string(name) + "'");
   return *method;

@@ -34,15 +34,33 @@ Error add_key_files(std::string_view list, std::string_view origin, std::vector<
   }
 }
 
+bool environment_requires() {
+  const char* env_require = std::getenv("KILN_REQUIRE_SIGNATURE");
+  return env_require && std::string_view(env_require) != "" && std::string_view(env_require) != "0";
+}
+
 }  // namespace
 
-Result<SignaturePolicy> SignaturePolicy::from(const BackendOptions* program_options) {
+bool SignaturePolicy::asked_for(const BackendOptions* program_options) noexcept {
+  if (environment_requires()) return true;
+  if (!program_options) return false;
+  for (const auto& [key, value] : program_options->values())
+    if (key == kRequireSignature && std::holds_alternative<bool>(value) && std::get<bool>(value)) return true;
+  return false;
+}
+
+Result<SignaturePolicy> SignaturePolicy::from(const BackendOptions* program_options, bool already_required) {
   SignaturePolicy policy;
   std::string inline_keys, key_files;
   if (program_options) {
     for (const auto& [key, value] : program_options->values()) {
       if (key == kRequireSignature) {
         if (!std::holds_alternative<bool>(value)) return wrong_type(key, "bool");
+        if (already_required && !std::get<bool>(value))
+          return set_error(Error::InvalidArgument,
+                           "load option '" + std::string(kProgramOptions) + "." + key +
+                               "' = false: an earlier load() of this Module asked for a signature, and a "
+                               "Module's signature requirement cannot be lifted (use a new Module)");
         policy.required = std::get<bool>(value);
       } else if (key == kTrustedKeys || key == kTrustedKeysFile) {
         if (!std::holds_alternative<std::string>(value)) return wrong_type(key, "string");
@@ -54,9 +72,7 @@ Result<SignaturePolicy> SignaturePolicy::from(const BackendOptions* program_opti
       }
     }
   }
-  const char* env_require = std::getenv("KILN_REQUIRE_SIGNATURE");
-  if (env_require && std::string_view(env_require) != "" && std::string_view(env_require) != "0")
-    policy.required = true;
+  if (already_required || environment_requires()) policy.required = true;
   if (!policy.required) return policy;
 
   if (!inline_keys.empty()) {
@@ -74,9 +90,9 @@ Result<SignaturePolicy> SignaturePolicy::from(const BackendOptions* program_opti
   return policy;
 }
 
-Error SignaturePolicy::enforce(const ProgramFile& program) const {
+Error SignaturePolicy::enforce(const ProgramFile& program, std::vector<NamedBytes>* verified) const {
   if (!required) return Error::Ok;
-  return verify_signed_program(program, trusted);
+  return verify_signed_program(program, trusted, verified);
 }
 
 }  // namespace kiln

@@ -6,6 +6,8 @@
 //   KILN_TRUSTED_KEYS=a.pub:b.pub   trusted-keys files (':'-separated)
 // The environment can only tighten a policy: options cannot switch off a
 // requirement it sets, and its keys are added to those given as options.
+// Neither can a later load() on the same Module: a signature asked for once
+// stays required (Module passes `already_required`).
 #pragma once
 
 #include <vector>
@@ -26,11 +28,18 @@ struct SignaturePolicy {
   /// InvalidArgument for an unknown option, a value of the wrong type, a
   /// malformed key, or a required signature with no trusted key at all;
   /// NotFound / IoError for an unreadable key file.
-  static Result<SignaturePolicy> from(const BackendOptions* program_options);
+  /// InvalidArgument too for require_signature=false when `already_required`.
+  static Result<SignaturePolicy> from(const BackendOptions* program_options, bool already_required = false);
+
+  /// Whether these options or the environment ask for a signature. Reads no
+  /// key, so it cannot fail on one: Module records the request before anything
+  /// else about the load can go wrong.
+  static bool asked_for(const BackendOptions* program_options) noexcept;
 
   /// Ok when nothing is required; otherwise verify_signed_program (signature,
-  /// signer, and every named data digest, so nothing unsigned is ever loaded).
-  Error enforce(const ProgramFile& program) const;
+  /// signer, and every named data digest, so nothing unsigned is ever loaded),
+  /// handing back the verified private copies through `verified`.
+  Error enforce(const ProgramFile& program, std::vector<NamedBytes>* verified = nullptr) const;
 };
 
 }  // namespace kiln

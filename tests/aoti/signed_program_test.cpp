@@ -14,6 +14,8 @@
 #include <fstream>
 #include <iterator>
 
+#include "aoti/fake_program.h"
+#include "common/temp_dir.h"
 #include "kiln/module.h"
 #include "kiln/signing.h"
 #include "program/program_writer.h"
@@ -44,7 +46,8 @@ size_t loaded_objects() {
 const float kScale = 3.0f;
 
 struct Fixture {
-  std::string dir, path;
+  testing_util::TempDir dir;
+  std::string path;
   KeyPair keys;
   std::vector<uint8_t> library, weights, signed_bytes;
 };
@@ -52,21 +55,13 @@ struct Fixture {
 // The fake model (y = weights[0] * x) in a program signed with a fresh key.
 Fixture make_signed_program(const std::string& name) {
   Fixture f;
-  f.dir = (std::filesystem::temp_directory_path() / (name + "-" + std::to_string(getpid()))).string() + "/";
-  std::filesystem::create_directories(f.dir);
-  f.path = f.dir + "m.kiln";
+  f.dir = testing_util::TempDir(name);
+  f.path = f.dir.file("m.kiln");
   f.library = read_file(KILN_FAKE_MODEL_PATH);
   f.weights.resize(sizeof(float));
   std::memcpy(f.weights.data(), &kScale, sizeof(float));
   ProgramWriter writer;
-  MethodInfo method;
-  method.name = "forward";
-  method.backend = "aoti";
-  method.device = "cpu";
-  method.inputs = {TensorSpec{"x", DType::Float32, {DimSpec{4, true, 1, 16, "n"}}}};
-  method.outputs = method.inputs;
-  method.library_key = "lib";
-  method.weights_key = "weights";
+  const MethodInfo method = fake_forward_method();
   EXPECT_EQ(writer.add_method(method), Error::Ok) << last_error_message();
   EXPECT_EQ(writer.add_named_data("lib", f.library), Error::Ok) << last_error_message();
   EXPECT_EQ(writer.add_named_data("weights", f.weights), Error::Ok) << last_error_message();
@@ -165,9 +160,12 @@ TEST(SignedProgram, FlippedWeightsByteIsRefusedBeforeDlopen) {
   // Located through the reader: the 4 bytes of kScale also occur in the library.
   auto program = ProgramFile::open(f.path);
   ASSERT_TRUE(program.ok()) << last_error_message();
-  auto weights = (*program)->named_data_bytes("weights", /*verify_digest=*/false);
-  ASSERT_TRUE(weights.ok());
-  const auto at = static_cast<size_t>(weights->data() - (*program)->content_bytes().data());
+  const NamedDataInfo* weights = nullptr;
+  for (const NamedDataInfo& info : (*program)->named_data())
+    if (info.key == "weights") weights = &info;
+  ASSERT_NE(weights, nullptr);
+  ASSERT_EQ(weights->external_file, -1);
+  const auto at = static_cast<size_t>(weights->file_offset);
   ASSERT_EQ(at % pf::kWeightsAlignment, 0u);
   bytes[at] ^= 0x01;
   write_file(f.path, bytes);
@@ -218,7 +216,7 @@ TEST(SignedProgram, TrustedKeysFileOption) {
   Fixture f = make_signed_program("signed-file");
   auto stranger = generate_key_pair();
   ASSERT_TRUE(stranger.ok());
-  const std::string keys_file = f.dir + "trusted.pub";
+  const std::string keys_file = f.dir.file("trusted.pub");
   std::ofstream(keys_file) << "# signers\n"
                            << format_public_key(stranger->public_key, "stranger")
                            << format_public_key(f.keys.public_key, "release");
@@ -255,7 +253,7 @@ class ScopedEnv {
 
 TEST(SignedProgram, EnvironmentRequiresAndTrusts) {
   Fixture f = make_signed_program("signed-env");
-  const std::string pub = f.dir + "release.pub";
+  const std::string pub = f.dir.file("release.pub");
   std::ofstream(pub) << format_public_key(f.keys.public_key);
   ScopedEnv require("KILN_REQUIRE_SIGNATURE", "1");
   {
@@ -301,13 +299,93 @@ TEST(SignedProgram, BadProgramOptionsAreRejected) {
   EXPECT_EQ(module.load(options), Error::InvalidArgument);
   EXPECT_NE(last_error_message().find("load option 'program.trusted_keys' line 1"), std::string::npos)
       << last_error_message();
+  // That Module asked for a signature: it requires one from now on, and no
+  // key is trusted.
+  EXPECT_EQ(module.load(), Error::InvalidArgument);
+  EXPECT_NE(last_error_message().find("no key is trusted"), std::string::npos) << last_error_message();
   // Program options belong to load(), not to load_method().
-  ASSERT_EQ(module.load(), Error::Ok) << last_error_message();
+  Module plain(f.path);
+  ASSERT_EQ(plain.load(), Error::Ok) << last_error_message();
   options.set_options(kProgramOptions, BackendOptions());
-  EXPECT_EQ(module.load_method("forward", &options), Error::InvalidArgument);
+  EXPECT_EQ(plain.load_method("forward", &options), Error::InvalidArgument);
   // The same once the method is loaded (the cache used to answer Ok).
-  ASSERT_EQ(module.load_method("forward"), Error::Ok) << last_error_message();
-  EXPECT_EQ(module.load_method("forward", &options), Error::InvalidArgument);
+  ASSERT_EQ(plain.load_method("forward"), Error::Ok) << last_error_message();
+  EXPECT_EQ(plain.load_method("forward", &options), Error::InvalidArgument);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// After a refused load(require_signature), no other entry point may load the
+// program without the policy: each repeats the refused request.
+TEST(SignedProgram, ARefusedPolicyIsStickyOnEveryPath) {
+  Fixture f = make_signed_program("signed-sticky");
+  auto bytes = f.signed_bytes;
+  bytes.resize(bytes.size() - pf::kSignatureTrailerSize);  // unsigned
+  write_file(f.path, bytes);
+  const size_t objects = loaded_objects();
+  Module module(f.path);
+  ASSERT_EQ(module.load(trust(format_public_key(f.keys.public_key))), Error::IntegrityError);
+  std::vector<float> x = {1, 2, 3};
+  auto input = Tensor::from_blob(x.data(), std::vector<int64_t>{3}, std::vector<int64_t>{1}, DType::Float32);
+  ASSERT_TRUE(input.ok());
+  auto expect_refused = [&](Error got, const char* path) {
+    EXPECT_EQ(got, Error::IntegrityError) << path;
+    EXPECT_NE(last_error_message().find("the program is not signed"), std::string::npos)
+        << path << ": " << last_error_message();
+  };
+  expect_refused(module.forward({*input}).error(), "forward");
+  expect_refused(module.execute("forward", {*input}).error(), "execute");
+  expect_refused(module.load_method("forward"), "load_method");
+  expect_refused(module.method_names().error(), "method_names");
+  expect_refused(module.method_meta("forward").error(), "method_meta");
+  EXPECT_FALSE(module.is_loaded());
+  EXPECT_EQ(loaded_objects(), objects) << "a library was loaded after the policy refused the program";
+  // An explicit load without the option still requires a signature, and
+  // switching the requirement off is refused by name.
+  EXPECT_NE(module.load(), Error::Ok);
+  BackendOptions off;
+  off.set("require_signature", false);
+  LoadBackendOptionsMap options;
+  options.set_options(kProgramOptions, off);
+  EXPECT_EQ(module.load(options), Error::InvalidArgument);
+  EXPECT_NE(last_error_message().find("cannot be lifted"), std::string::npos) << last_error_message();
+  EXPECT_EQ(loaded_objects(), objects);
+}
+
+// Methods loaded before a policy was asked for are dropped when it refuses
+// the program: nothing keeps running that the policy did not accept.
+TEST(SignedProgram, ARefusedPolicyUnloadsWhatWasLoadedWithoutIt) {
+  Fixture f = make_signed_program("signed-late-policy");
+  auto bytes = f.signed_bytes;
+  bytes.resize(bytes.size() - pf::kSignatureTrailerSize);
+  write_file(f.path, bytes);
+  Module module(f.path);
+  ASSERT_EQ(module.load(), Error::Ok) << last_error_message();
+  EXPECT_EQ(run_forward(module), (std::vector<float>{3, 6, 9}));
+  ASSERT_EQ(module.load(trust(format_public_key(f.keys.public_key))), Error::IntegrityError);
+  EXPECT_FALSE(module.is_method_loaded("forward"));
+  std::vector<float> x = {1, 2, 3};
+  auto input = Tensor::from_blob(x.data(), std::vector<int64_t>{3}, std::vector<int64_t>{1}, DType::Float32);
+  EXPECT_EQ(module.forward({*input}).error(), Error::IntegrityError);
+}
+
+// A policy accepted once covers the loads made later on the caller's behalf,
+// and the verified copies serve them (and nothing needs them afterwards).
+TEST(SignedProgram, AnAcceptedPolicyCoversLaterLoads) {
+  Fixture f = make_signed_program("signed-accepted");
+  Module module(f.path);
+  ASSERT_EQ(module.load(trust(format_public_key(f.keys.public_key))), Error::Ok) << last_error_message();
+  EXPECT_EQ(run_forward(module), (std::vector<float>{3, 6, 9}));
+  // Unsigning the file on disk changes nothing for this Module.
+  auto bytes = f.signed_bytes;
+  bytes.resize(bytes.size() - pf::kSignatureTrailerSize);
+  write_file(f.path, bytes);
+  ASSERT_EQ(module.unload_method("forward"), Error::Ok);
+  EXPECT_EQ(run_forward(module), (std::vector<float>{3, 6, 9}));
 }
 
 }  // namespace
