@@ -1,5 +1,6 @@
 #include "aoti/aoti_method.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <mutex>
@@ -311,8 +312,17 @@ Result<std::vector<Tensor>> AotiMethod::run_model(std::vector<Tensor> staged, St
   }
   std::vector<Tensor> outputs;
   outputs.reserve(num_outputs_);
-  for (AtenTensorHandle handle : output_handles) {
-    if (Tensor* t = from_handle(handle)) outputs.push_back(std::move(*t));
+  for (size_t i = 0; i < output_handles.size(); ++i) {
+    AtenTensorHandle handle = output_handles[i];
+    // A library may put one handle in two slots (a tensor returned twice, as
+    // a .pt2 package can): the later slot shares the earlier tensor, and the
+    // handle is deleted once.
+    const auto first = std::find(output_handles.begin(), output_handles.begin() + static_cast<std::ptrdiff_t>(i), handle);
+    if (handle && first != output_handles.begin() + static_cast<std::ptrdiff_t>(i)) {
+      outputs.push_back(outputs[static_cast<size_t>(first - output_handles.begin())]);
+      continue;
+    }
+    if (Tensor* t = from_handle(handle)) outputs.push_back(*t);
     else outputs.emplace_back();
     delete_handle(handle);
   }

@@ -52,8 +52,9 @@ TEST(MemoryLimit, OptionIsAPositiveByteCount) {
 }
 
 TEST(MemoryLimit, WeightsOverTheLimitFailLoadWithOutOfMemory) {
-  auto other_path = write_program(KILN_FAKE_MODEL_PATH, 7.0f, "oom-other");
-  auto path = write_program(KILN_FAKE_MODEL_PATH, 3.0f, "oom-load");
+  const testing_util::TempDir dir;
+  auto other_path = write_program(dir, KILN_FAKE_MODEL_PATH, 7.0f, "oom-other");
+  auto path = write_program(dir, KILN_FAKE_MODEL_PATH, 3.0f, "oom-load");
   Module other(other_path);  // an unrelated model, loaded first, without a limit
   ASSERT_EQ(other.load_method("forward"), Error::Ok) << last_error_message();
 
@@ -71,12 +72,11 @@ TEST(MemoryLimit, WeightsOverTheLimitFailLoadWithOutOfMemory) {
   ASSERT_EQ(module.load_method("forward", &enough), Error::Ok) << last_error_message();
   expect_scaled(module, 3.0f, 16);
   expect_scaled(other, 7.0f, 16);  // the other model never noticed
-  std::filesystem::remove(path);
-  std::filesystem::remove(other_path);
 }
 
 TEST(MemoryLimit, RunsOverTheLimitFailWithOutOfMemoryAndLeakNothing) {
-  auto path = write_program(KILN_FAKE_MODEL_PATH, 2.0f, "oom-run");
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_PATH, 2.0f, "oom-run");
   Module module(path);
   // 4 bytes of weights + one output of 8 floats (32 bytes) fit; 16 floats do not.
   const auto limit = memory_limit(4 + 32);
@@ -105,7 +105,6 @@ TEST(MemoryLimit, RunsOverTheLimitFailWithOutOfMemoryAndLeakNothing) {
     EXPECT_EQ(module.forward({vector_tensor(x)}).error(), Error::OutOfMemory);
   }
   expect_scaled(module, 2.0f, 8);
-  std::filesystem::remove(path);
 }
 
 // A real allocation failure (no limit set; 2^46 floats, 256 TiB, is more than
@@ -126,7 +125,8 @@ TEST(MemoryLimit, GenuineHostAllocationFailureIsOutOfMemory) {
 }
 
 TEST(ExternalData, MissingFileFailsModuleLoadWithNotFoundNamingIt) {
-  auto path = write_program(KILN_FAKE_MODEL_PATH, 4.0f, "external", /*external_weights=*/true);
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_PATH, 4.0f, "external", /*external_weights=*/true);
   const std::string data = path + ".data";
   {
     Module module(path);  // with its data file: loads and runs
@@ -146,17 +146,13 @@ TEST(ExternalData, MissingFileFailsModuleLoadWithNotFoundNamingIt) {
   Module explicit_path(path, {data + ".elsewhere"});
   EXPECT_EQ(explicit_path.load(), Error::NotFound);
   EXPECT_NE(last_error_message().find(".elsewhere"), std::string::npos) << last_error_message();
-  std::filesystem::remove(path);
 }
 
 // Points TMPDIR at a fresh empty directory and optionally disables memfd for
-// the scope; restores both.
+// the scope; restores both (the directory goes with the object).
 class ScratchEnvironment {
  public:
-  explicit ScratchEnvironment(bool disable_memfd) {
-    dir_ = std::filesystem::temp_directory_path() / ("kiln-tmpdir-" + std::to_string(getpid()));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directory(dir_);
+  explicit ScratchEnvironment(bool disable_memfd) : dir_(dir_holder_.path()) {
     if (const char* old = std::getenv("TMPDIR")) old_tmpdir_ = old, had_tmpdir_ = true;
     ::setenv("TMPDIR", dir_.c_str(), 1);
     if (disable_memfd) ::setenv("KILN_DISABLE_MEMFD", "1", 1);
@@ -166,12 +162,12 @@ class ScratchEnvironment {
     if (had_tmpdir_) ::setenv("TMPDIR", old_tmpdir_.c_str(), 1);
     else ::unsetenv("TMPDIR");
     ::unsetenv("KILN_DISABLE_MEMFD");
-    std::filesystem::remove_all(dir_);
   }
   const std::filesystem::path& dir() const { return dir_; }
   bool dir_is_empty() const { return std::filesystem::is_empty(dir_); }
 
  private:
+  testing_util::TempDir dir_holder_{"kiln-tmpdir"};
   std::filesystem::path dir_;
   std::string old_tmpdir_;
   bool had_tmpdir_ = false;
@@ -195,7 +191,8 @@ Origin reported_origin() {
 }
 
 TEST(LibraryPlacement, WithMemfdNothingIsWrittenToDisk) {
-  auto path = write_program(KILN_FAKE_MODEL_REPORTS_ORIGIN_PATH, 2.0f, "memfd");
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_REPORTS_ORIGIN_PATH, 2.0f, "memfd");
   ScratchEnvironment env(/*disable_memfd=*/false);
   Module module(path);
   ASSERT_EQ(module.load_method("forward"), Error::Ok) << last_error_message();
@@ -203,11 +200,11 @@ TEST(LibraryPlacement, WithMemfdNothingIsWrittenToDisk) {
   EXPECT_EQ(origin.path.rfind("/proc/self/fd/", 0), 0u) << origin.path;
   EXPECT_TRUE(env.dir_is_empty());
   expect_scaled(module, 2.0f, 4);
-  std::filesystem::remove(path);
 }
 
 TEST(LibraryPlacement, FallbackTemporaryFileIsPrivateAndGoneAfterLoad) {
-  auto path = write_program(KILN_FAKE_MODEL_REPORTS_ORIGIN_PATH, 2.0f, "tmpfile");
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_REPORTS_ORIGIN_PATH, 2.0f, "tmpfile");
   ScratchEnvironment env(/*disable_memfd=*/true);
   Module module(path);
   ASSERT_EQ(module.load_method("forward"), Error::Ok) << last_error_message();
@@ -219,28 +216,27 @@ TEST(LibraryPlacement, FallbackTemporaryFileIsPrivateAndGoneAfterLoad) {
   // Both are removed as soon as the library is loaded; it keeps working.
   EXPECT_TRUE(env.dir_is_empty());
   expect_scaled(module, 2.0f, 4);
-  std::filesystem::remove(path);
 }
 
 TEST(LibraryPlacement, FallbackTemporaryFileIsGoneAfterAFailedLoad) {
-  auto path = write_program(KILN_FAKE_MODEL_UNRESOLVED_PATH, 2.0f, "tmpfile-fail");
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_UNRESOLVED_PATH, 2.0f, "tmpfile-fail");
   ScratchEnvironment env(/*disable_memfd=*/true);
   Module module(path);
   EXPECT_EQ(module.load_method("forward"), Error::BackendFailed);
   EXPECT_NE(last_error_message().find("kiln_test_symbol_nobody_defines"), std::string::npos) << last_error_message();
   EXPECT_FALSE(module.is_method_loaded("forward"));
   EXPECT_TRUE(env.dir_is_empty());
-  std::filesystem::remove(path);
 }
 
 TEST(LibraryPlacement, FailedMemfdLoadLeavesNoDescriptorBehind) {
-  auto path = write_program(KILN_FAKE_MODEL_UNRESOLVED_PATH, 2.0f, "memfd-fail");
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_UNRESOLVED_PATH, 2.0f, "memfd-fail");
   Module module(path);
   ASSERT_EQ(module.load(), Error::Ok) << last_error_message();
   const size_t fds = open_descriptors();
   for (int i = 0; i < 20; ++i) EXPECT_EQ(module.load_method("forward"), Error::BackendFailed);
   EXPECT_EQ(open_descriptors(), fds);
-  std::filesystem::remove(path);
 }
 
 // Executes race with unload_method on the same Module: every execute either
@@ -248,7 +244,8 @@ TEST(LibraryPlacement, FailedMemfdLoadLeavesNoDescriptorBehind) {
 // result (an execute once looked the method up again after loading it, and
 // found nothing if another thread had unloaded it in between).
 TEST(Concurrency, ExecutesRacingUnloadsAllSucceed) {
-  auto path = write_program(KILN_FAKE_MODEL_PATH, 3.0f, "unload-race");
+  const testing_util::TempDir dir;
+  auto path = write_program(dir, KILN_FAKE_MODEL_PATH, 3.0f, "unload-race");
   Module module(path);
   std::atomic<bool> stop{false};
   std::atomic<int> failures{0};
@@ -275,7 +272,40 @@ TEST(Concurrency, ExecutesRacingUnloadsAllSucceed) {
   unloader.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_GE(unloads.load(), 20);  // the race was really exercised
-  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A library that puts one handle in two output slots (a tensor returned twice)
+// gets two outputs sharing one tensor, and the handle is freed once: before,
+// the second slot's delete freed it again and the process aborted.
+TEST(OutputHandles, OneHandleInTwoSlotsIsReturnedTwiceAndFreedOnce) {
+  testing_util::TempDir dir("kiln-duplicate-output");
+  ProgramWriter writer;
+  MethodInfo method = fake_forward_method();
+  method.outputs.push_back(method.outputs[0]);
+  method.outputs[1].name = "y_again";
+  const float scale = 2.0f;
+  std::vector<uint8_t> weights(sizeof(float));
+  std::memcpy(weights.data(), &scale, sizeof(float));
+  ASSERT_EQ(writer.add_method(method), Error::Ok);
+  ASSERT_EQ(writer.add_named_data("lib", read_file(KILN_FAKE_MODEL_DUPLICATE_OUTPUT_PATH)), Error::Ok);
+  ASSERT_EQ(writer.add_named_data("weights", weights), Error::Ok);
+  const std::string path = dir.file("dup.kiln");
+  ASSERT_EQ(writer.write(path), Error::Ok) << last_error_message();
+  Module module(path);
+  for (int call = 0; call < 3; ++call) {
+    std::vector<float> x = {1, 2, 3};
+    auto out = module.forward({vector_tensor(x)});
+    ASSERT_TRUE(out.ok()) << last_error_message();
+    ASSERT_EQ(out->size(), 2u);
+    EXPECT_EQ((*out)[0].storage().get(), (*out)[1].storage().get());
+    EXPECT_EQ((*out)[1].data<float>()[2], 6.0f);
+  }
 }
 
 }  // namespace
