@@ -156,6 +156,34 @@ bool write_validation_seeds(const std::string& dir) {
     if (!check(kiln::validate_inputs(c.method, inputs), s.name) || !write_file(dir + "/" + s.name, bytes))
       return false;
   }
+  // Layouts: a channels_last input given channels_last (passed as it is) and
+  // row-major (copied), and a row-major one given transposed.
+  const std::vector<SeedSpec> layouts = {
+      SeedSpec{6,
+               {DimSpec{2, true, 1, 8, ""}, DimSpec{3, false, 0, -1, ""}, DimSpec{4, false, 0, -1, ""},
+                DimSpec{5, false, 0, -1, ""}},
+               {0, 2, 3, 1}},
+      SeedSpec{6, {DimSpec{6, false, 0, -1, ""}, DimSpec{8, false, 0, -1, ""}}}};
+  const std::vector<Seed> layout_seeds = {
+      {"channels_last",
+       0,
+       {{true, f32, 0, 0, {2, 3, 4, 5}, {60, 1, 15, 3}, 0, 480}, {true, f32, 0, 0, {6, 8}, {8, 1}, 0, 192}}},
+      {"relaid_out",
+       0,
+       {{true, f32, 0, 0, {2, 3, 4, 5}, {60, 20, 5, 1}, 0, 480}, {true, f32, 0, 0, {6, 8}, {1, 6}, 0, 192}}},
+  };
+  for (const Seed& s : layout_seeds) {
+    const std::vector<uint8_t> bytes = kiln::fuzz::encode_validation_case(s.device, layouts, s.tensors);
+    const kiln::fuzz::ValidationCase c = kiln::fuzz::decode_validation_case(bytes);
+    if (c.method.inputs[0].dim_order != layouts[0].dim_order) {
+      std::fprintf(stderr, "seed %s: the dim order does not round-trip\n", s.name);
+      return false;
+    }
+    std::vector<kiln::Tensor> inputs;
+    for (const TensorCase& t : c.tensors) inputs.push_back(kiln::fuzz::make_tensor(t, &fake_memory));
+    if (!check(kiln::validate_inputs(c.method, inputs), s.name) || !write_file(dir + "/" + s.name, bytes))
+      return false;
+  }
   return true;
 }
 

@@ -17,6 +17,13 @@
 //   per tensor:      u8 defined, i32 dtype code, u8 device type selector,
 //                    i32 device index, u8 rank (mod 6), rank x i64 size,
 //                    rank x i64 stride, i64 storage offset, u64 storage bytes
+//   per input spec:  u8 flags (bit 0: a dim order follows; else row-major),
+//                    then rank x u8 picks: the k-th entry of the dim order is
+//                    the (pick mod n)-th of the n dims not yet picked, in
+//                    increasing order (so any bytes give a permutation, as
+//                    ProgramFile guarantees, and every permutation has bytes)
+// The dim orders come last so that inputs written before they existed still
+// decode to the same case, row-major.
 #pragma once
 
 #include <algorithm>
@@ -132,6 +139,16 @@ inline ValidationCase decode_validation_case(std::span<const uint8_t> bytes) {
     t.storage_bytes = r.take<uint64_t>();
     c.tensors.push_back(std::move(t));
   }
+  for (TensorSpec& spec : c.method.inputs) {
+    if ((r.take<uint8_t>() & 1) == 0) continue;
+    std::vector<uint8_t> left;
+    for (size_t d = 0; d < spec.dims.size(); ++d) left.push_back(static_cast<uint8_t>(d));
+    while (!left.empty()) {
+      const size_t pick = r.take<uint8_t>() % left.size();
+      spec.dim_order.push_back(left[pick]);
+      left.erase(left.begin() + static_cast<std::ptrdiff_t>(pick));
+    }
+  }
   return c;
 }
 
@@ -140,6 +157,7 @@ inline ValidationCase decode_validation_case(std::span<const uint8_t> bytes) {
 struct SeedSpec {
   uint8_t dtype_index = 0;
   std::vector<DimSpec> dims;
+  std::vector<uint8_t> dim_order{};  // empty: row-major
 };
 inline std::vector<uint8_t> encode_validation_case(uint8_t method_device, const std::vector<SeedSpec>& inputs,
                                                    const std::vector<TensorCase>& tensors) {
@@ -167,6 +185,18 @@ inline std::vector<uint8_t> encode_validation_case(uint8_t method_device, const 
     for (int64_t s : t.strides) w.put<int64_t>(s);
     w.put<int64_t>(t.storage_offset);
     w.put<uint64_t>(t.storage_bytes);
+  }
+  for (const SeedSpec& s : inputs) {
+    w.put<uint8_t>(s.dim_order.empty() ? 0 : 1);
+    if (s.dim_order.empty()) continue;
+    std::vector<uint8_t> left;
+    for (size_t d = 0; d < s.dims.size(); ++d) left.push_back(static_cast<uint8_t>(d));
+    for (uint8_t d : s.dim_order) {
+      const auto at = std::find(left.begin(), left.end(), d);
+      if (at == left.end()) break;  // not a permutation: the decoder completes it
+      w.put<uint8_t>(static_cast<uint8_t>(at - left.begin()));
+      left.erase(at);
+    }
   }
   return std::move(w.bytes);
 }

@@ -23,6 +23,25 @@ const char kInspectUsage[] =
 
 namespace {
 
+// The layout an input's library was compiled for, when it is not row-major
+// (empty or the identity): "(0, 2, 3, 1)"; "" otherwise.
+std::string dim_order_text(const TensorSpec& spec) {
+  bool row_major = true;
+  for (size_t k = 0; k < spec.dim_order.size(); ++k) row_major = row_major && spec.dim_order[k] == k;
+  if (row_major) return "";
+  std::string text = "(";
+  for (size_t k = 0; k < spec.dim_order.size(); ++k)
+    text += (k ? ", " : "") + std::to_string(spec.dim_order[k]);
+  return text + ")";
+}
+
+// One input/output line of the text listing; inputs compiled for another
+// layout than row-major say which (execute copies other layouts into it).
+std::string spec_line(const TensorSpec& spec) {
+  const std::string order = dim_order_text(spec);
+  return spec_text(spec) + (order.empty() ? "" : "  dim order " + order);
+}
+
 void json_spec(JsonWriter& json, const TensorSpec& spec) {
   json.begin_object();
   json.key("name");
@@ -54,6 +73,12 @@ void json_spec(JsonWriter& json, const TensorSpec& spec) {
     json.end_object();
   }
   json.end_array();
+  if (!dim_order_text(spec).empty()) {
+    json.key("dim_order");
+    json.begin_array();
+    for (uint8_t d : spec.dim_order) json.number(static_cast<int64_t>(d));
+    json.end_array();
+  }
   json.end_object();
 }
 
@@ -200,10 +225,12 @@ void print_text(const std::string& path, const ProgramFile& program, const std::
                 method.device.c_str());
     std::printf("    inputs (%zu):\n", method.inputs.size());
     for (size_t i = 0; i < method.inputs.size(); ++i)
-      std::printf("      %zu %s: %s\n", i, method.inputs[i].name.c_str(), spec_text(method.inputs[i]).c_str());
+      std::printf("      %zu %s: %s\n", i, method.inputs[i].name.c_str(),
+                  spec_line(method.inputs[i]).c_str());
     std::printf("    outputs (%zu):\n", method.outputs.size());
     for (size_t i = 0; i < method.outputs.size(); ++i)
-      std::printf("      %zu %s: %s\n", i, method.outputs[i].name.c_str(), spec_text(method.outputs[i]).c_str());
+      std::printf("      %zu %s: %s\n", i, method.outputs[i].name.c_str(),
+                  spec_line(method.outputs[i]).c_str());
     print_map("compile specs", method.compile_specs, "    ");
     print_map("metadata", method.metadata, "    ");
     std::printf("    library: %s\n", method.library_key.c_str());

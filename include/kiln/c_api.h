@@ -53,7 +53,7 @@ extern "C" {
 #endif
 
 /** ABI version of this header. See kiln_abi_version(). */
-#define KILN_ABI_VERSION 1u
+#define KILN_ABI_VERSION 2u
 
 /* ------------------------------------------------------------------------ */
 /* Status codes, dtypes, devices                                             */
@@ -326,6 +326,13 @@ KILN_API kiln_status_t kiln_tensor_spec_dim_bounds(const kiln_tensor_spec_t* spe
                                                    int64_t* out_max) KILN_NOEXCEPT;
 /** Symbol name of dimension `d` ("s0", "batch"; "" for a static one). Borrowed. */
 KILN_API kiln_status_t kiln_tensor_spec_dim_name(const kiln_tensor_spec_t* spec, size_t d, const char** out) KILN_NOEXCEPT;
+/** The layout the method's compiled code reads an input in, as a dim order:
+ *  the dimension at position `k` (0: outermost) of a dense tensor in that
+ *  layout. Row-major gives k for every k; channels_last (rank 4) gives
+ *  0, 2, 3, 1. Inputs in any other layout are copied into it by execute
+ *  (except inputs the method writes in place, which are refused). Since ABI
+ *  version 2. */
+KILN_API kiln_status_t kiln_tensor_spec_dim_order(const kiln_tensor_spec_t* spec, size_t k, size_t* out) KILN_NOEXCEPT;
 
 /* ------------------------------------------------------------------------ */
 /* Modules                                                                   */
@@ -395,7 +402,15 @@ KILN_API kiln_status_t kiln_module_method_meta(kiln_module_t* module, const char
  *         and the array with kiln_tensor_array_free(array, 0)). Set to NULL
  *         and 0 when the method has no outputs.
  *  Inputs are checked against the method's contract (count, dtype, rank, static
- *  dims, dynamic bounds, device); the error names the offending input. */
+ *  dims, dynamic bounds, device, and that each view lies inside its memory);
+ *  the error names the offending input. Inputs may have any strides and
+ *  storage offset (transposed, sliced, broadcast with stride 0, ...): one
+ *  whose layout differs from the one the method was compiled for
+ *  (kiln_tensor_spec_dim_order) is copied into that layout on the method's
+ *  device first (a CUDA device input also when its data is not 16-byte
+ *  aligned); one already in it is used without a copy. An input the method
+ *  writes in place (method metadata `mutated_inputs`) is never copied: if its
+ *  layout differs, the call fails with KILN_ERROR_INVALID_ARGUMENT. */
 KILN_API kiln_status_t kiln_module_execute(kiln_module_t* module, const char* name,
                                            kiln_tensor_t* const* inputs, size_t n_inputs,
                                            kiln_tensor_t*** outputs, size_t* n_outputs) KILN_NOEXCEPT;

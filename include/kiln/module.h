@@ -76,17 +76,24 @@ class KILN_API Module {
   Error unload_method(std::string_view name);
 
   /// Runs a method, loading it first if needed. Inputs are checked against the
-  /// method's contract (count, dtype, rank, static dims, dynamic bounds, device)
-  /// and the error names the input. Kiln does not modify inputs; a method whose
+  /// method's contract (count, dtype, rank, static dims, dynamic bounds, device,
+  /// and that each view lies inside its storage) and the error names the input.
+  /// Inputs may have any strides and storage offset (transposed, sliced,
+  /// broadcast with stride 0, ...): one whose layout differs from the layout the
+  /// method was compiled for (TensorSpec::dim_order) is copied into that layout
+  /// on the method's device before any kernel runs (on CUDA also a device input
+  /// whose data is not 16-byte aligned); one already in it is used as it is,
+  /// without a copy. Kiln does not modify inputs; a method whose
   /// program writes into an input (a torch.export user-input mutation, e.g. a
   /// KV cache updated in place: examples/llm) writes into the caller's memory
   /// when the input is already where the method runs (any input of a CPU
   /// method, a device input of a device method). The exporter names such
   /// inputs (method metadata `mutated_inputs`), and Kiln keeps the writes from
   /// being lost: a CPU tensor for one of them on a device method is refused
-  /// with InvalidArgument (a copy would take the writes), and aoti.cuda_graphs
-  /// is turned off for such a method with a warning (a replay reads the
-  /// graph's own copies of the inputs).
+  /// with InvalidArgument (a copy would take the writes), so is one in another
+  /// layout than the compiled one (naming the expected and actual strides), and
+  /// aoti.cuda_graphs is turned off for such a method with a warning (a replay
+  /// reads the graph's own copies of the inputs).
   Result<std::vector<Tensor>> execute(std::string_view name, const std::vector<Tensor>& inputs);
   Result<std::vector<Tensor>> forward(const std::vector<Tensor>& inputs) { return execute("forward", inputs); }
 

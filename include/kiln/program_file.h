@@ -54,6 +54,14 @@ struct TensorSpec {
   std::string name;
   DType dtype = DType::Float32;
   std::vector<DimSpec> dims;
+  /// Inputs: the layout the method's compiled code reads this input in, as
+  /// its dimensions from outermost to innermost of a dense tensor ({0, 2, 3,
+  /// 1}: channels_last). Empty: row-major. Otherwise a permutation of
+  /// [0, rank) (ProgramFile checks). execute() copies an input with other
+  /// strides into this layout before any kernel runs. (The `{}` keeps
+  /// aggregate initialisers that stop at `dims` free of
+  /// -Wmissing-field-initializers.)
+  std::vector<uint8_t> dim_order{};
 };
 
 /// Everything the program file says about one method.

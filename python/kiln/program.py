@@ -105,11 +105,17 @@ class DimSpec:
 
 @dataclass
 class TensorSpec:
-    """An input or output: dtype is a kiln dtype name ("float32", "bfloat16", "int64", ...)."""
+    """An input or output: dtype is a kiln dtype name ("float32", "bfloat16", "int64", ...).
+
+    ``dim_order`` (inputs): the layout the compiled code reads the input in, as its dimensions
+    from outermost to innermost of a dense tensor (``[0, 2, 3, 1]``: channels_last); empty:
+    row-major. The runtime copies an input with other strides into it before running.
+    """
 
     name: str
     dtype: str
     dims: list[DimSpec] = field(default_factory=list)
+    dim_order: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -191,6 +197,9 @@ class Program:
         for t in list(spec.inputs) + list(spec.outputs):
             if t.dtype not in DTYPE_CODES:
                 raise ValueError(f"method {spec.name!r} tensor {t.name!r}: unknown dtype {t.dtype!r}")
+            problem = _dim_order_problem(t.dim_order, len(t.dims))
+            if problem:
+                raise ValueError(f"method {spec.name!r} tensor {t.name!r}: {problem}")
         self.methods.append(spec)
 
     # ---- reading ----------------------------------------------------------
@@ -336,11 +345,15 @@ def _build_flatbuffer(program: Program, entries: list[_Entry], alignment: dict[s
                 _Dim.AddName(b, ns)
                 dim_offs.append(_Dim.End(b))
             dims = table_vector(_TensorSpec.StartDimsVector, dim_offs)
+            # Row-major (empty) is written as no vector, so such programs read as before the field existed.
+            order = b.CreateByteVector(bytes(t.dim_order)) if t.dim_order else None
             name = b.CreateString(t.name)
             _TensorSpec.Start(b)
             _TensorSpec.AddName(b, name)
             _TensorSpec.AddDtype(b, DTYPE_CODES[t.dtype])
             _TensorSpec.AddDims(b, dims)
+            if order is not None:
+                _TensorSpec.AddDimOrder(b, order)
             offs.append(_TensorSpec.End(b))
         return table_vector(lambda bb, n: bb.StartVector(4, n, 4), offs)
 
@@ -647,5 +660,23 @@ def _tensors(count: int, get, where: str, invalid) -> list[TensorSpec]:
             if spec.dynamic and (spec.min < 0 or (spec.max != -1 and spec.max < spec.min)):
                 raise invalid(f"{at} dim {d}: bounds [{spec.min}, {spec.max}] are not a valid range")
             dims.append(spec)
-        out.append(TensorSpec(name, _DTYPE_NAMES[code], dims))
+        order = [t.DimOrder(j) for j in range(t.DimOrderLength())]
+        problem = _dim_order_problem(order, len(dims))
+        if problem:
+            raise invalid(f"{at}: {problem}")
+        out.append(TensorSpec(name, _DTYPE_NAMES[code], dims, order))
     return out
+
+
+def _dim_order_problem(order, rank: int) -> str:
+    """Why ``order`` is not a valid dim_order for a tensor of ``rank`` dims ("" if it is):
+    empty, or a permutation of range(rank) (the same rule as the C++ reader)."""
+    order = list(order)
+    if not order:
+        return ""
+    listed = ", ".join(str(d) for d in order)
+    if len(order) != rank:
+        return f"dim_order [{listed}] has {len(order)} entries but the tensor has rank {rank}"
+    if sorted(order) != list(range(rank)):
+        return f"dim_order [{listed}] is not a permutation of [0, {rank})"
+    return ""

@@ -10,11 +10,16 @@ numpy outputs (the default).
     module.load()
     (y,) = module.forward(np.ones((4, 16), dtype=np.float32))
 
-Inputs may be numpy arrays, torch tensors or anything implementing ``__dlpack__``; they are
-passed without copying (strided inputs included). Read-only numpy arrays and arrays with
-negative strides are copied first, because unversioned DLPack cannot express either. Outputs
-are numpy arrays (``output="numpy"``, default) or torch tensors (``output="torch"``), sharing
-Kiln's memory without copies.
+Inputs may be numpy arrays, torch tensors or anything implementing ``__dlpack__``, in any
+layout (transposed, sliced, Fortran order, broadcast with stride 0, offset views). They are
+handed to Kiln without copying; Kiln uses an input as it is when it already has the layout the
+method was compiled for (``TensorSpec.dim_order``: row-major unless the export example was, say,
+channels_last) and otherwise copies it into that layout on the method's device before any
+kernel runs. Inputs the method writes in place (metadata ``mutated_inputs``) must already be in
+that layout (KilnError InvalidArgument otherwise). Read-only numpy arrays and arrays with
+negative strides are copied here first, because unversioned DLPack cannot express either.
+Outputs are numpy arrays (``output="numpy"``, default) or torch tensors (``output="torch"``),
+sharing Kiln's memory without copies.
 
 The shared library is found through, in order: the ``KILN_LIBRARY`` environment variable (path to
 ``libkiln.so``), ``build/libkiln.so`` in the source tree, then ``ctypes.util.find_library("kiln")``.
@@ -48,7 +53,7 @@ __all__ = [
 ]
 
 # The C API ABI version this wrapper was written against (KILN_ABI_VERSION).
-_ABI_VERSION = 1
+_ABI_VERSION = 2
 
 
 class KilnError(RuntimeError):
@@ -140,6 +145,7 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
         [_P, _SIZE, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)],
     ),
     "kiln_tensor_spec_dim_name": (_STATUS, [_P, _SIZE, ctypes.POINTER(_STR)]),
+    "kiln_tensor_spec_dim_order": (_STATUS, [_P, _SIZE, ctypes.POINTER(_SIZE)]),
 }
 
 _lib: ctypes.CDLL | None = None
@@ -206,6 +212,10 @@ class TensorSpec:
     name: str
     dtype: str  # "float32", "bfloat16", ...
     dims: tuple[DimSpec, ...]
+    # Inputs: the layout the method's compiled code reads the input in, as its dimensions
+    # from outermost to innermost of a dense tensor ((0, 2, 3, 1): channels_last); () for
+    # row-major. Inputs in other layouts are copied into it by execute.
+    dim_order: tuple[int, ...] = ()
 
     @property
     def shape(self) -> tuple[int | None, ...]:
@@ -240,8 +250,14 @@ def _read_spec(lib: ctypes.CDLL, spec: ctypes.c_void_p) -> TensorSpec:
         _check(lib.kiln_tensor_spec_dim_bounds(spec, d, ctypes.byref(lo), ctypes.byref(hi)))
         _check(lib.kiln_tensor_spec_dim_name(spec, d, ctypes.byref(dim_name)))
         dims.append(DimSpec(size.value, bool(dynamic.value), lo.value, hi.value, _text(dim_name.value)))
+    order = []
+    for k in range(rank.value):
+        d = _SIZE()
+        _check(lib.kiln_tensor_spec_dim_order(spec, k, ctypes.byref(d)))
+        order.append(d.value)
     dtype_name = lib.kiln_dtype_name(dtype.value)
-    return TensorSpec(_text(name.value), _text(dtype_name) or f"dtype{dtype.value}", tuple(dims))
+    return TensorSpec(_text(name.value), _text(dtype_name) or f"dtype{dtype.value}", tuple(dims),
+                      () if order == list(range(len(order))) else tuple(order))
 
 
 def _read_meta(lib: ctypes.CDLL, meta: ctypes.c_void_p) -> MethodMeta:
@@ -532,7 +548,9 @@ class Module:
 
     # running
     def execute(self, name: str, inputs: Sequence[Any], output: str = "numpy") -> list[Any]:
-        """Runs method ``name``. Inputs are not copied; outputs share Kiln's memory.
+        """Runs method ``name``. Inputs are not copied here; Kiln copies an input only when its
+        layout differs from the compiled one (see the module docstring). Outputs share Kiln's
+        memory.
 
         ``output``: "numpy" (default) or "torch".
         """

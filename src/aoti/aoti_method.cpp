@@ -15,6 +15,7 @@
 #include "aoti/weak_registry.h"
 #include "aoti/weight_placement.h"
 #include "kiln/log.h"
+#include "runtime/input_layout.h"
 
 namespace kiln::aoti {
 namespace {
@@ -50,6 +51,17 @@ std::string input_label(const std::string& method, size_t i, const std::vector<s
   std::string label = "method '" + method + "': input " + std::to_string(i);
   if (i < names.size() && !names[i].empty()) label += " ('" + names[i] + "')";
   return label;
+}
+
+// Device inputs start on this boundary or are copied: Inductor compiles
+// vectorised accesses for a GPU input whose example was aligned (a fresh
+// allocation always is), and unlike torch's Python wrapper, which copies a
+// misaligned input, AOTInductor's C++ wrapper passes it straight to them.
+constexpr uintptr_t kDeviceInputAlignment = 16;
+
+bool misaligned_on_device(const Tensor& t) {
+  return !t.device().is_cpu() && t.numel() > 0 &&
+         reinterpret_cast<uintptr_t>(t.data_ptr()) % kDeviceInputAlignment != 0;
 }
 
 }  // namespace
@@ -91,7 +103,10 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   self->stream_policy_ = config.stream_policy;
   self->keep_outputs_on_device_ = config.keep_outputs_on_device;
   self->stream_ = config.stream;
-  for (const TensorSpec& spec : method.inputs) self->input_names_.push_back(spec.name);
+  for (const TensorSpec& spec : method.inputs) {
+    self->input_names_.push_back(spec.name);
+    self->input_dim_orders_.push_back(spec.dim_order);
+  }
   if (config.max_memory_bytes > 0) self->budget_ = MemoryBudget::create(config.max_memory_bytes, label);
   MemoryBudgetScope budget_scope(self->budget_.get());
 
@@ -252,13 +267,10 @@ Result<bool> AotiMethod::hand_placed_weights(WeightPlacement& placement, const s
   return true;
 }
 
-Result<Tensor> AotiMethod::to_device(const Tensor& input, StreamHandle stream) const {
-  Tensor host = input;
-  if (!host.is_contiguous()) {
-    // One contiguous host copy first: the device copy below moves plain bytes.
-    KILN_ASSIGN_OR_RETURN(host, Tensor::empty(input.sizes(), input.dtype()));
-    KILN_RETURN_IF_ERROR(copy_tensor(host, input));
-  }
+Result<Tensor> AotiMethod::to_device(const Tensor& host, StreamHandle stream) const {
+  // Dense in its compiled layout (conform_inputs): its elements are the
+  // nbytes() bytes from data_ptr(), moved as they are, and the device copy
+  // keeps the strides, so the layout survives the upload.
   const size_t nbytes = host.nbytes();
   DeviceInterface* iface = iface_;
   const int index = device_.index;
@@ -268,8 +280,81 @@ Result<Tensor> AotiMethod::to_device(const Tensor& input, StreamHandle stream) c
   StoragePtr storage = Storage::create(data, nbytes, device_, [iface, index, stream](void* p) {
     iface->free(p, index, stream);
   });
-  Tensor out(std::move(storage), host.dtype(), host.sizes(), contiguous_strides(host.sizes()));
-  KILN_RETURN_IF_ERROR(iface->copy(data, host.data_ptr(), nbytes, CopyKind::HostToDevice, index, stream));
+  Tensor out(std::move(storage), host.dtype(), host.sizes(), host.strides());
+  if (nbytes > 0)
+    KILN_RETURN_IF_ERROR(iface->copy(data, host.data_ptr(), nbytes, CopyKind::HostToDevice, index, stream));
+  return out;
+}
+
+Result<Tensor> AotiMethod::relayout(const Tensor& input, std::span<const uint8_t> dim_order,
+                                    StreamHandle stream) const {
+  if (input.device().is_cpu()) return host_copy_in_layout(input, dim_order);
+  std::vector<int64_t> strides = dense_strides(input.sizes(), dim_order);
+  // On the device, queued on the run's stream before the kernels that read
+  // it, and freed there after them (the copy is dropped before execute
+  // returns, while that stream is certainly alive).
+  const size_t nbytes = input.nbytes();
+  DeviceInterface* iface = iface_;
+  const int index = device_.index;
+  KILN_ASSIGN_OR_RETURN(void* data, iface->allocate(nbytes > 0 ? nbytes : 1, index, stream));
+  StoragePtr storage = Storage::create(data, nbytes, device_,
+                                       [iface, index, stream](void* p) { iface->free(p, index, stream); });
+  Tensor out(std::move(storage), input.dtype(), input.sizes(), std::move(strides));
+  if (nbytes == 0) return out;
+  if (has_dense_layout(input.sizes(), input.strides(), dim_order))  // only misaligned: the bytes as they are
+    KILN_RETURN_IF_ERROR(
+        iface->copy(data, input.data_ptr(), nbytes, CopyKind::DeviceToDevice, index, stream));
+  else
+    KILN_RETURN_IF_ERROR(iface->copy_strided(data, out.strides().data(), input.data_ptr(),
+                                             input.strides().data(), input.sizes().data(), input.dim(),
+                                             element_size(input.dtype()), index, stream));
+  return out;
+}
+
+Result<std::vector<Tensor>> AotiMethod::conform_inputs(std::span<const Tensor> inputs,
+                                                       StreamHandle stream) const {
+  if (inputs.size() != input_dim_orders_.size())
+    return set_error(Error::InvalidArgument, "method '" + name_ + "' takes " +
+                                                 std::to_string(input_dim_orders_.size()) + " inputs, got " +
+                                                 std::to_string(inputs.size()));
+  std::vector<Tensor> out;
+  out.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    const std::span<const uint8_t> order = input_dim_orders_[i];
+    const bool laid_out = has_dense_layout(t.sizes(), t.strides(), order);
+    const bool misaligned = misaligned_on_device(t);
+    if (laid_out && !misaligned) {
+      out.push_back(t);
+      continue;
+    }
+    if (mutated_inputs_.count(i)) {
+      // A copy would take the method's writes and drop them after the call.
+      std::string why;
+      if (!laid_out) {
+        why = " has strides " + strides_text(t.strides()) + " but the method was compiled for " +
+              describe_dim_order(order) + " strides " + strides_text(dense_strides(t.sizes(), order)) +
+              " (sizes " + strides_text(t.sizes()) + ")";
+      } else {
+        why = " starts at " +
+              std::to_string(reinterpret_cast<uintptr_t>(t.data_ptr()) % kDeviceInputAlignment) +
+              " bytes past a 16-byte boundary, and the compiled kernels assume aligned device inputs";
+      }
+      return set_error(
+          Error::InvalidArgument,
+          input_label(name_, i, input_names_) + why +
+              "; the method writes this input in place, so Kiln cannot run it on a copy: the writes "
+              "would go to the copy and be lost. Pass a tensor in the compiled layout (e.g. allocated "
+              "contiguous, not a view) and keep it across calls");
+    }
+    auto copy = relayout(t, order, stream);
+    if (!copy.ok())
+      return set_error(copy.error(),
+                       input_label(name_, i, input_names_) + ": copying it (strides " +
+                           strides_text(t.strides()) + ") into the " + describe_dim_order(order) +
+                           " layout the method was compiled for failed: " + last_error_message());
+    out.push_back(std::move(*copy));
+  }
   return out;
 }
 
@@ -359,22 +444,17 @@ Result<std::vector<Tensor>> AotiMethod::finish_device_outputs(std::vector<Tensor
   return outputs;
 }
 
-Result<std::vector<Tensor>> AotiMethod::stage_inputs(std::span<const Tensor> inputs, StreamHandle stream) const {
-  std::vector<Tensor> staged;
-  staged.reserve(inputs.size());
+Result<std::vector<Tensor>> AotiMethod::stage_inputs(std::vector<Tensor> inputs, StreamHandle stream) const {
+  if (device_.is_cpu()) return inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    const Tensor& t = inputs[i];
-    if (device_.is_cpu() || t.device() == device_) {
-      staged.push_back(t);
-      continue;
-    }
-    auto copy = to_device(t, stream);
+    if (inputs[i].device() == device_) continue;
+    auto copy = to_device(inputs[i], stream);
     if (!copy.ok())
       return set_error(copy.error(), input_label(name_, i, input_names_) + ": copying it to " +
                                          device_string(device_) + " failed: " + last_error_message());
-    staged.push_back(std::move(*copy));
+    inputs[i] = std::move(*copy);
   }
-  return staged;
+  return inputs;
 }
 
 Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) {
@@ -409,13 +489,19 @@ Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) 
     any_device_input = true;
   }
 
+  // Before anything else runs: the graphs below key their recordings and
+  // static input buffers by these tensors' geometry, so they only ever see
+  // the compiled layouts.
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> conformed, conform_inputs(inputs, stream));
+
   if (graphs_) {
     std::lock_guard<std::mutex> lock(graph_mutex_);
     auto run = [&](std::span<const Tensor> run_inputs, StreamHandle on) -> Result<std::vector<Tensor>> {
-      KILN_ASSIGN_OR_RETURN(std::vector<Tensor> staged, stage_inputs(run_inputs, on));
+      KILN_ASSIGN_OR_RETURN(std::vector<Tensor> staged,
+                            stage_inputs(std::vector<Tensor>(run_inputs.begin(), run_inputs.end()), on));
       return run_model(std::move(staged), on);
     };
-    auto outputs = graphs_->execute(inputs, stream, run);
+    auto outputs = graphs_->execute(conformed, stream, run);
     if (!outputs.ok()) {
       if (outputs.error() == Error::BackendFailed) return outputs.error();  // already names the method
       return set_error(outputs.error(), "method '" + name_ + "': " + last_error_message());
@@ -423,7 +509,7 @@ Result<std::vector<Tensor>> AotiMethod::execute(std::span<const Tensor> inputs) 
     return finish_device_outputs(std::move(*outputs), any_device_input, stream);
   }
 
-  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> staged, stage_inputs(inputs, stream));
+  KILN_ASSIGN_OR_RETURN(std::vector<Tensor> staged, stage_inputs(std::move(conformed), stream));
   KILN_ASSIGN_OR_RETURN(std::vector<Tensor> outputs, run_model(std::move(staged), stream));
   if (!on_device) return outputs;
   return finish_device_outputs(std::move(outputs), any_device_input, stream);

@@ -7,6 +7,12 @@
 // called from several threads: the container hands each concurrent call its
 // own model instance (up to num_models) and queues the rest.
 //
+// Inputs of any layout: every input whose strides differ from the layout the
+// library was compiled for (TensorSpec::dim_order, runtime/input_layout.h) is
+// first copied into that layout, on the method's device (CUDA: also a device
+// input that is not 16-byte aligned); an input already in it is used as it is.
+// Inputs the method writes in place are never copied: a mismatch is refused.
+//
 // Device methods (CUDA): CPU inputs are copied to the method's device on the
 // run's stream; outputs are copied back to the host unless an input was a
 // device tensor or keep_outputs_on_device is set (aoti_backend.h has the
@@ -106,8 +112,16 @@ class AotiMethod final : public MethodExecutor {
 
  private:
   AotiMethod() = default;
-  // CPU input -> a new device tensor with the same values, copied on `stream`.
+  // CPU input already in its compiled layout -> a new device tensor with the
+  // same values and strides, copied on `stream`.
   Result<Tensor> to_device(const Tensor& input, StreamHandle stream) const;
+  // Every input in the layout the library was compiled for, where it is: the
+  // caller's tensor when it already is (CUDA: and is aligned), else a copy on
+  // its own device (a device copy is queued on `stream`). InvalidArgument for
+  // an input the method writes in place that would need a copy.
+  Result<std::vector<Tensor>> conform_inputs(std::span<const Tensor> inputs, StreamHandle stream) const;
+  // A copy of `input` dense in `dim_order`, on the input's device.
+  Result<Tensor> relayout(const Tensor& input, std::span<const uint8_t> dim_order, StreamHandle stream) const;
   // Device output -> a host tensor with the same geometry (synchronises `stream`).
   Result<Tensor> to_host(const Tensor& output, StreamHandle stream) const;
   // Starts placing the weights from the method's weights table (null when the
@@ -119,9 +133,10 @@ class AotiMethod final : public MethodExecutor {
   Result<bool> hand_placed_weights(WeightPlacement& placement, const std::string& label);
   // The library copies its weights blob itself.
   Error load_weights_blob(std::span<const uint8_t> weights, const std::string& label);
-  // The inputs where the model wants them: CPU inputs of a device method are
-  // copied to its device on `stream`; everything else is passed as it is.
-  Result<std::vector<Tensor>> stage_inputs(std::span<const Tensor> inputs, StreamHandle stream) const;
+  // The inputs (already in their compiled layouts) where the model wants
+  // them: CPU inputs of a device method are copied to its device on `stream`;
+  // everything else is passed as it is.
+  Result<std::vector<Tensor>> stage_inputs(std::vector<Tensor> inputs, StreamHandle stream) const;
   // One run of the container on inputs already where the model wants them.
   Result<std::vector<Tensor>> run_model(std::vector<Tensor> staged, StreamHandle stream);
   // Device methods: synchronise, or copy outputs to the host (option rules).
@@ -131,6 +146,9 @@ class AotiMethod final : public MethodExecutor {
   std::shared_ptr<const ProgramFile> program_;
   std::string name_;
   std::vector<std::string> input_names_;
+  // The layout the library reads each input in (TensorSpec::dim_order; empty:
+  // row-major).
+  std::vector<std::vector<uint8_t>> input_dim_orders_;
   // Inputs the compiled code writes in place (metadata `mutated_inputs`): on a
   // device method they must already be on its device, and they turn CUDA
   // graphs off (a replay would not pass the writes on).

@@ -1,5 +1,9 @@
 // GraphReplay: CUDA-graph execution of one loaded method (aoti option
-// cuda_graphs). For each input signature (dtype, sizes, strides of every
+// cuda_graphs). The method hands it inputs already laid out as it was
+// compiled (dense, aligned on the device: AotiMethod::conform_inputs), so a
+// static input buffer with an input's strides is what the recorded kernels
+// read, and the bytes from an input's first element to its last are all a
+// replay copies in. For each input signature (dtype, sizes, strides of every
 // input) the method first runs eagerly once (warm-up: lazy kernel loading,
 // library handles and algorithm caches happen there, outside any recording),
 // then one run is recorded into a graph against static input buffers, and

@@ -132,6 +132,82 @@ SizeSymbols size_symbols(std::string_view body, const std::vector<std::string>& 
   return out;
 }
 
+// The layout (dim order, outermost first; empty: row-major) a dense tensor of
+// `dims` has when its dimensions' strides are those the wrapper's stride checks
+// expect (`strides`: dimension -> stride; Inductor checks only the strides that
+// are integers at compile time, the others are expressions of dynamic sizes).
+// Row-major whenever the checks agree with it. Static size-1 dimensions are
+// ignored: no index multiplies their stride by anything but 0. InvalidProgram
+// when no dense layout fits: the library was compiled for a slice or an
+// expanded view, which Kiln cannot lay inputs out as.
+Result<std::vector<uint8_t>> layout_from_stride_checks(const std::vector<DimSpec>& dims,
+                                                       const std::map<int64_t, int64_t>& strides,
+                                                       const std::string& where) {
+  const auto rank = static_cast<int64_t>(dims.size());
+  for (const DimSpec& d : dims)
+    if (!d.dynamic && d.size == 0) return std::vector<uint8_t>{};  // always empty: reads nothing
+  auto trivial = [&](int64_t d) { return !dims[d].dynamic && dims[d].size == 1; };
+
+  // Row-major: a check on a dimension whose dense stride is an integer must
+  // expect that integer; past a dynamic dimension the dense strides are
+  // expressions, which a check (an integer) contradicts.
+  // (Plain flags rather than std::optional: GCC 12 misreads those as
+  // maybe-uninitialized here.)
+  bool row_major = true;
+  bool running_known = true;
+  int64_t running = 1;
+  for (int64_t d = rank; d-- > 0 && row_major;) {
+    if (trivial(d)) continue;
+    if (auto it = strides.find(d); it != strides.end()) row_major = running_known && running == it->second;
+    running_known =
+        running_known && !dims[d].dynamic && !__builtin_mul_overflow(running, dims[d].size, &running);
+  }
+  if (row_major) return std::vector<uint8_t>{};
+
+  // Otherwise, innermost first: the next dimension is one whose check expects
+  // the stride the dimensions inside it make (the highest index on a tie, as
+  // row-major would order them). Past a dynamic dimension no check may remain;
+  // the unchecked dimensions left go outside, in index order.
+  std::vector<int64_t> inner_to_outer;
+  std::set<int64_t> left;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!trivial(d)) left.insert(d);
+  bool expected_known = true;
+  int64_t expected = 1;
+  while (!left.empty() && expected_known) {
+    int64_t next = -1;
+    for (int64_t d : left)
+      if (auto it = strides.find(d); it != strides.end() && it->second == expected) next = d;
+    if (next < 0) break;
+    inner_to_outer.push_back(next);
+    left.erase(next);
+    expected_known = !dims[next].dynamic && !__builtin_mul_overflow(expected, dims[next].size, &expected);
+  }
+  bool contradicted = expected_known && !left.empty();
+  for (int64_t d : left) contradicted = contradicted || strides.count(d) != 0;
+  if (contradicted || rank > 255) {
+    std::string checks;
+    for (const auto& [d, stride] : strides)
+      checks += (checks.empty() ? "" : ", ") + std::to_string(d) + ": " + std::to_string(stride);
+    return set_error(
+        Error::InvalidProgram,
+        where + ": its stride checks (dim: stride " + checks +
+            ") fit no dense layout of its sizes, so "
+            "the library was compiled for a slice or an expanded view, which Kiln cannot lay inputs out "
+            "as; export it again with a dense example input (e.g. x.contiguous())");
+  }
+  for (auto it = left.rbegin(); it != left.rend(); ++it) inner_to_outer.push_back(*it);
+  std::vector<uint8_t> order;
+  for (int64_t d = 0; d < rank; ++d)
+    if (trivial(d)) order.push_back(static_cast<uint8_t>(d));
+  for (auto it = inner_to_outer.rbegin(); it != inner_to_outer.rend(); ++it)
+    order.push_back(static_cast<uint8_t>(*it));
+  bool identity = true;
+  for (size_t k = 0; k < order.size(); ++k) identity = identity && order[k] == k;
+  if (identity) order.clear();
+  return order;
+}
+
 Result<TensorSpec> read_input(std::string_view source, size_t index, const std::string& name, const SizeSymbols& symbols,
                               std::string_view label) {
   const std::string where = std::string(label) + ": input " + std::to_string(index) + " ('" + name + "')";
@@ -182,7 +258,11 @@ Result<TensorSpec> read_input(std::string_view source, size_t index, const std::
     DimSpec& d = note(dim);
     if (auto v = integer_after(text, "expected to be <= ")) d.max = *v;
   });
-  for_each_check(body, "unmatched stride value at ", [&](int64_t dim, std::string_view) { note(dim); });
+  std::map<int64_t, int64_t> strides;  // dimension -> the stride its check expects
+  for_each_check(body, "unmatched stride value at ", [&](int64_t dim, std::string_view text) {
+    note(dim);
+    if (auto v = integer_after(text, "expected: ")) strides[dim] = *v;
+  });
   if (rank > kMaxRank)
     return set_error(Error::InvalidProgram, where + ": its input check names a dimension >= " +
                                                 std::to_string(kMaxRank));
@@ -201,6 +281,7 @@ Result<TensorSpec> read_input(std::string_view source, size_t index, const std::
     }
     spec.dims.push_back(d);
   }
+  KILN_ASSIGN_OR_RETURN(spec.dim_order, layout_from_stride_checks(spec.dims, strides, where));
   return spec;
 }
 

@@ -10,7 +10,12 @@
 // <d>, expected: <n>") and the finite bounds of each dynamic size ("dim value
 // is too small at <d>, expected it to be >= <n>", "... too large ... <= <n>").
 // The rank is one past the highest dimension any size or stride check names;
-// a dimension no check names becomes dynamic and unbounded. A dynamic
+// a dimension no check names becomes dynamic and unbounded. The strides the
+// checks expect ("unmatched stride value at <d>, expected: <n>", emitted for
+// every stride that is an integer at compile time) give the layout the
+// library was compiled for (TensorSpec::dim_order): row-major when they agree
+// with it, else the dense order they describe; strides that fit no dense
+// order (a library compiled for a slice) are refused. A dynamic
 // dimension is named after the size symbol run_impl binds it to
 // (`int64_t s31 = arg4_1_size[0];`), so inputs sharing a symbol share a name.
 //

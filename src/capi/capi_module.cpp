@@ -343,4 +343,15 @@ kiln_status_t kiln_tensor_spec_dim_name(const kiln_tensor_spec_t* spec, size_t d
   });
 }
 
+kiln_status_t kiln_tensor_spec_dim_order(const kiln_tensor_spec_t* spec, size_t k, size_t* out) noexcept {
+  return kiln::capi::guard(__func__, [&](const char* fn) -> Error {
+    KILN_CAPI_REQUIRE(spec);
+    KILN_CAPI_REQUIRE(out);
+    KILN_RETURN_IF_ERROR(check_dim(fn, spec, k));
+    // ProgramFile guarantees an empty order or a permutation of the dims.
+    *out = spec->spec.dim_order.empty() ? k : spec->spec.dim_order[k];
+    return Error::Ok;
+  });
+}
+
 }  // extern "C"

@@ -513,6 +513,23 @@ Error ProgramFile::Impl::decode_tensors(const flatbuffers::Vector<flatbuffers::O
         spec.dims.push_back(DimSpec{dim->size(), dim->dynamic(), dim->min(), dim->max(), str(dim->name())});
       }
     }
+    // The runtime lays inputs out by this order (and indexes strides with
+    // it), so anything but a permutation of the dims is refused here.
+    if (const auto* order = t->dim_order(); order && order->size() > 0) {
+      std::string listed;
+      for (uint8_t d : *order) listed += (listed.empty() ? "" : ", ") + std::to_string(d);
+      if (order->size() != spec.dims.size())
+        return invalid(at + ": dim_order [" + listed + "] has " + std::to_string(order->size()) +
+                       " entries but the tensor has rank " + std::to_string(spec.dims.size()));
+      std::vector<bool> seen(spec.dims.size(), false);
+      for (uint8_t d : *order) {
+        if (d >= spec.dims.size() || seen[d])
+          return invalid(at + ": dim_order [" + listed + "] is not a permutation of [0, " +
+                         std::to_string(spec.dims.size()) + ")");
+        seen[d] = true;
+      }
+      spec.dim_order.assign(order->begin(), order->end());
+    }
     out->push_back(std::move(spec));
   }
   return Error::Ok;

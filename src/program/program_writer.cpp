@@ -86,7 +86,9 @@ Error ProgramWriter::build(const std::string& external_name, std::vector<uint8_t
       std::vector<flatbuffers::Offset<fb::Dim>> dims;
       for (const auto& d : t.dims)
         dims.push_back(fb::CreateDimDirect(fbb, d.size, d.dynamic, d.min, d.max, d.name.c_str()));
-      out.push_back(fb::CreateTensorSpecDirect(fbb, t.name.c_str(), static_cast<int32_t>(t.dtype), &dims));
+      // Row-major (empty) is written as no vector at all, as the Python writer does.
+      out.push_back(fb::CreateTensorSpecDirect(fbb, t.name.c_str(), static_cast<int32_t>(t.dtype), &dims,
+                                               t.dim_order.empty() ? nullptr : &t.dim_order));
     }
     return fbb.CreateVector(out);
   };

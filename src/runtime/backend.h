@@ -22,7 +22,10 @@ class MethodExecutor {
  public:
   virtual ~MethodExecutor() = default;
   /// Runs the method. `inputs` have already been checked against the method's
-  /// contract; they are borrowed and not modified. Outputs own their memory.
+  /// contract (validate_inputs: every view lies inside its storage); they are
+  /// borrowed and not modified, and may have any strides: laying them out as
+  /// the method was compiled (input_layout.h) is the executor's job, before
+  /// any kernel runs. Outputs own their memory.
   virtual Result<std::vector<Tensor>> execute(std::span<const Tensor> inputs) = 0;
 };
 

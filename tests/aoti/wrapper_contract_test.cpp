@@ -35,8 +35,11 @@ std::string upper_bound(int i, int d, int64_t n) {
          ", \" << \"but got: \"\n        throw std::runtime_error(ss.str());\n    }\n";
 }
 std::string stride(int i, int d, int64_t n) {
-  return "    if (" + std::to_string(n) + " != x_stride[" + std::to_string(d) + "]) {\n        ss << \"input_handles[" +
-         std::to_string(i) + "]: unmatched stride value at " + std::to_string(d) + ", \"\n        throw std::runtime_error(ss.str());\n    }\n";
+  return "    if (" + std::to_string(n) + " != x_stride[" + std::to_string(d) +
+         "]) {\n        ss << \"input_handles[" + std::to_string(i) + "]: unmatched stride value at " +
+         std::to_string(d) + ", \"\n           << \"expected: " + std::to_string(n) +
+         ", \" << \"but got: \" << x_stride[" + std::to_string(d) +
+         "]\n        throw std::runtime_error(ss.str());\n    }\n";
 }
 const std::string kEnd = "}\n";
 const std::string kNames =
@@ -190,6 +193,70 @@ TEST(WrapperContract, AbsurdDimensionIndexIsRejected) {
   auto contract = read_wrapper_contract(source, "test");
   ASSERT_FALSE(contract.ok());
   EXPECT_NE(last_error_message().find("dimension >= 64"), std::string::npos) << last_error_message();
+}
+
+// One input "x" of `dtype` whose checks are `checks`, read back.
+Result<TensorSpec> single_input(const std::string& checks) {
+  const std::string source =
+      "    inputs_info_[0].name = \"arg0_1\";\n    outputs_info_[0].name = \"output0\";\n" +
+      dtype_check(0, "arg0_1", "float32") + checks + kEnd + kTail;
+  auto contract = read_wrapper_contract(source, "test");
+  if (!contract.ok()) return contract.error();
+  return contract->inputs.at(0);
+}
+
+// The layout the library was compiled for comes from the stride checks:
+// row-major whenever they agree with it (also past a dynamic dimension, whose
+// outer strides are expressions and go unchecked), else the dense order they
+// describe.
+TEST(WrapperContract, LayoutFromTheStrideChecks) {
+  struct Case {
+    const char* what;
+    std::string checks;
+    std::vector<uint8_t> dim_order;
+  };
+  const std::vector<Case> cases = {
+      {"row-major, static",
+       static_dim(0, 0, 8) + static_dim(0, 1, 6) + stride(0, 0, 6) + stride(0, 1, 1),
+       {}},
+      {"row-major, dynamic rows", lower_bound(0, 0, 2) + static_dim(0, 1, 6) + stride(0, 1, 1), {}},
+      {"channels_last",
+       static_dim(0, 0, 2) + static_dim(0, 1, 3) + static_dim(0, 2, 4) + static_dim(0, 3, 5) +
+           stride(0, 0, 60) + stride(0, 1, 1) + stride(0, 2, 15) + stride(0, 3, 3),
+       {0, 2, 3, 1}},
+      {"channels_last, dynamic batch",
+       lower_bound(0, 0, 1) + static_dim(0, 1, 3) + static_dim(0, 2, 4) + static_dim(0, 3, 5) +
+           stride(0, 0, 60) + stride(0, 1, 1) + stride(0, 2, 15) + stride(0, 3, 3),
+       {0, 2, 3, 1}},
+      // A transposed example with a dynamic first dim: strides (1, s0).
+      {"transposed, dynamic", lower_bound(0, 0, 2) + static_dim(0, 1, 4) + stride(0, 0, 1), {1, 0}},
+      {"transposed, static",
+       static_dim(0, 0, 8) + static_dim(0, 1, 6) + stride(0, 0, 1) + stride(0, 1, 8),
+       {1, 0}},
+      // A static size-1 dim's stride addresses nothing: (4, 1).t() is row-major.
+      {"size-1 dim", static_dim(0, 0, 1) + static_dim(0, 1, 4) + stride(0, 0, 1) + stride(0, 1, 1), {}},
+      {"empty", static_dim(0, 0, 0) + static_dim(0, 1, 4) + stride(0, 0, 1) + stride(0, 1, 9), {}},
+  };
+  for (const Case& c : cases) {
+    auto spec = single_input(c.checks);
+    ASSERT_TRUE(spec.ok()) << c.what << ": " << last_error_message();
+    EXPECT_EQ(spec->dim_order, c.dim_order) << c.what;
+  }
+}
+
+// A library compiled for a slice (strides (12, 2) over [8, 6]) or an expanded
+// view (stride 0) has no dense layout Kiln could copy inputs into.
+TEST(WrapperContract, StrideChecksThatFitNoDenseLayoutAreRefusedNamingTheInput) {
+  for (const std::string& checks :
+       {static_dim(0, 0, 8) + static_dim(0, 1, 6) + stride(0, 0, 12) + stride(0, 1, 2),
+        static_dim(0, 0, 8) + static_dim(0, 1, 6) + stride(0, 0, 0) + stride(0, 1, 1),
+        lower_bound(0, 0, 2) + static_dim(0, 1, 4) + stride(0, 0, 1) + stride(0, 1, 3)}) {
+    auto spec = single_input(checks);
+    ASSERT_FALSE(spec.ok());
+    EXPECT_EQ(spec.error(), Error::InvalidProgram);
+    EXPECT_NE(last_error_message().find("input 0 ('arg0_1')"), std::string::npos) << last_error_message();
+    EXPECT_NE(last_error_message().find("fit no dense layout"), std::string::npos) << last_error_message();
+  }
 }
 
 }  // namespace

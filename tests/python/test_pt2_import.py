@@ -209,6 +209,23 @@ def test_inputs_outside_the_package_contract_are_refused(blob_pkg):
         _close(got[0], blob_pkg[1](*inputs)[0])
 
 
+def test_inputs_of_any_layout_on_the_pt2(blob_pkg):
+    # The package's stride checks agree with row-major: the imported contract says so, and
+    # views in other layouts (transposed, every other row, a broadcast bias) are laid out
+    # before the library reads them.
+    m = Module(blob_pkg[0])
+    assert [spec.dim_order for spec in m.method_meta("forward").inputs] == [(), ()]
+    x, bias = _blob_inputs(6, 60)
+    wide = torch.full((12, 16), float("nan"))
+    wide[::2] = x
+    for xv, bv in ((x.t().contiguous().t(), bias), (wide[::2], bias), (x, bias[:1].expand(8))):
+        got = m.forward(xv, bv)
+        with torch.no_grad():
+            want = blob_pkg[1](xv.contiguous(), bv.contiguous())
+        for g, w in zip(got, want):
+            _close(g, w)
+
+
 def test_libtorch_linked_package_is_refused_with_how_to_reexport(libtorch_pkg, tmp_path):
     proc = run_cli("import", libtorch_pkg, "-o", tmp_path / "x.kiln")
     assert proc.returncode == 1

@@ -68,7 +68,40 @@ class TensorSpec(object):
         o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(8))
         return o == 0
 
-def TensorSpecStart(builder): builder.StartObject(3)
+    # Inputs: the memory layout the method's compiled code reads this input
+    # in, as the order of its dimensions from outermost to innermost of a
+    # dense tensor (ExecuTorch's dim order): [0, 2, 3, 1] is channels_last for
+    # a 4-d input. Absent or empty: row-major ([0, 1, ..., rank - 1]). When
+    # present, a permutation of [0, rank). The runtime copies an input whose
+    # strides differ into this layout before any kernel runs.
+    # TensorSpec
+    def DimOrder(self, j):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            a = self._tab.Vector(o)
+            return self._tab.Get(flatbuffers.number_types.Uint8Flags, a + flatbuffers.number_types.UOffsetTFlags.py_type(j * 1))
+        return 0
+
+    # TensorSpec
+    def DimOrderAsNumpy(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.GetVectorAsNumpy(flatbuffers.number_types.Uint8Flags, o)
+        return 0
+
+    # TensorSpec
+    def DimOrderLength(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        if o != 0:
+            return self._tab.VectorLen(o)
+        return 0
+
+    # TensorSpec
+    def DimOrderIsNone(self):
+        o = flatbuffers.number_types.UOffsetTFlags.py_type(self._tab.Offset(10))
+        return o == 0
+
+def TensorSpecStart(builder): builder.StartObject(4)
 def Start(builder):
     return TensorSpecStart(builder)
 def TensorSpecAddName(builder, name): builder.PrependUOffsetTRelativeSlot(0, flatbuffers.number_types.UOffsetTFlags.py_type(name), 0)
@@ -83,6 +116,12 @@ def AddDims(builder, dims):
 def TensorSpecStartDimsVector(builder, numElems): return builder.StartVector(4, numElems, 4)
 def StartDimsVector(builder, numElems):
     return TensorSpecStartDimsVector(builder, numElems)
+def TensorSpecAddDimOrder(builder, dimOrder): builder.PrependUOffsetTRelativeSlot(3, flatbuffers.number_types.UOffsetTFlags.py_type(dimOrder), 0)
+def AddDimOrder(builder, dimOrder):
+    return TensorSpecAddDimOrder(builder, dimOrder)
+def TensorSpecStartDimOrderVector(builder, numElems): return builder.StartVector(1, numElems, 1)
+def StartDimOrderVector(builder, numElems):
+    return TensorSpecStartDimOrderVector(builder, numElems)
 def TensorSpecEnd(builder): return builder.EndObject()
 def End(builder):
     return TensorSpecEnd(builder)

@@ -121,7 +121,8 @@ def user_input_values(ep: ExportedProgram) -> list[Any]:
 
 
 def input_specs(ep: ExportedProgram) -> list[TensorSpec]:
-    """Contract of the user inputs, in call order (constants are baked in and omitted)."""
+    """Contract of the user inputs, in call order (constants are baked in and omitted), each
+    with the layout the library is compiled for (``dim_order``, see input_dim_order)."""
     nodes = _placeholders(ep)
     ranges = dict(ep.range_constraints)
     specs = []
@@ -130,11 +131,70 @@ def input_specs(ep: ExportedProgram) -> list[TensorSpec]:
             continue
         if not isinstance(spec.arg, TensorArgument):
             raise NotImplementedError(f"user input {spec.arg!r} is not a tensor")
-        specs.append(_tensor_spec(spec.arg.name, nodes[spec.arg.name].meta.get("val"), ranges, "input"))
+        val = nodes[spec.arg.name].meta.get("val")
+        tensor_spec = _tensor_spec(spec.arg.name, val, ranges, "input")
+        tensor_spec.dim_order = input_dim_order(spec.arg.name, val)
+        specs.append(tensor_spec)
     return specs
 
 
 def output_specs(ep: ExportedProgram) -> list[TensorSpec]:
+def _sym(value: Any):
+    """A size or stride as a sympy expression (ints become sympy Integers)."""
+    import sympy
+
+    if isinstance(value, torch.SymInt):
+        return value.node.expr
+    return sympy.Integer(int(value))
+
+
+def input_dim_order(name: str, val: Any) -> list[int]:
+    """The layout AOTInductor compiles an input for, as a dim order (outermost dimension
+    first; [] for row-major): the strides of the example input (the placeholder's
+    meta["val"]), symbolic where a dimension is dynamic, e.g. (60, 1, 15, 3) for a
+    channels_last [s0, 3, 4, 5] or (1, s0) for a transposed [s0, 4].
+
+    The compiled kernels index the input with exactly these strides and never look at a
+    caller's, so the runtime copies every input into this layout unless it already has it.
+    That needs the layout to be dense: an example that is a slice or an expanded view
+    (strides that fit no dense order) is refused here. Static size-1 dimensions are ignored
+    (nothing ever multiplies their stride by anything but 0)."""
+    import sympy
+
+    if not isinstance(val, torch.Tensor) or val.dim() == 0:
+        return []
+    sizes = [_sym(s) for s in val.shape]
+    strides = [_sym(s) for s in val.stride()]
+    if any(s == 0 for s in sizes):
+        return []  # always empty: the kernels read nothing
+    trivial = {d for d, s in enumerate(sizes) if s == 1}
+    left = [d for d in range(len(sizes)) if d not in trivial]
+    inner_to_outer: list[int] = []
+    expected = sympy.Integer(1)
+    while left:
+        # The dimension whose stride is the product of the sizes inside it (the highest
+        # index on a tie, as row-major orders them).
+        fits = [d for d in left if sympy.expand(strides[d] - expected) == 0]
+        if not fits:
+            shown_sizes = tuple(int(s) if s.is_number else str(s) for s in sizes)
+            shown_strides = tuple(int(s) if s.is_number else str(s) for s in strides)
+            raise ValueError(
+                f"input {name!r}: the example tensor has sizes {shown_sizes} and strides {shown_strides}, "
+                "which is not a dense layout (a slice, a strided or an expanded view). AOTInductor "
+                "compiles the method for exactly the example's strides, so export with a dense example "
+                "instead, e.g. x.contiguous() (or x.contiguous(memory_format=torch.channels_last) for "
+                "channels_last); Kiln then accepts inputs of any layout at run time."
+            )
+        d = max(fits)
+        inner_to_outer.append(d)
+        left.remove(d)
+        expected = expected * sizes[d]
+    outer_to_inner = inner_to_outer[::-1]
+    if outer_to_inner == sorted(outer_to_inner):
+        return []  # row-major, once the size-1 dimensions are left aside
+    return sorted(trivial) + outer_to_inner
+
+
     """Contract of the user outputs (flattened), shapes from the output node's meta["val"]."""
     out_node = next(n for n in ep.graph.nodes if n.op == "output")
     out_args = list(out_node.args[0])

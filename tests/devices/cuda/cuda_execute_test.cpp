@@ -43,6 +43,7 @@ const std::string kProgram = program_dir() + "/fake_cuda.kiln";
 const std::string kProgramSm50 = program_dir() + "/fake_cuda_sm50.kiln";
 const std::string kGraphProgram = program_dir() + "/fake_graph.kiln";
 const std::string kMutatingGraphProgram = program_dir() + "/fake_graph_mutating.kiln";
+const std::string kColumnMajorProgram = program_dir() + "/fake_cuda_colmajor.kiln";
 constexpr float kScale = 3.0f;  // the weights the generator packed
 
 LoadBackendOptionsMap aoti_options(BackendOptions options) {
@@ -542,6 +543,129 @@ TEST_F(CudaExecute, RealDeviceOutOfMemoryFailsTheRunAndBreaksNothing) {
   ASSERT_EQ(y.size(), n);
   EXPECT_EQ(y.front(), 6.0f);
   EXPECT_EQ(y.back(), 6.0f);
+}
+
+// ---- inputs of any layout. The fake models read x as numel() dense floats
+// from its first element, as compiled kernels read inputs in the layout they
+// were compiled for; views in another layout must be copied into it first.
+
+// A view of a device copy of `memory`: `sizes`/`strides` from element `offset`.
+Tensor cuda_view(const std::vector<float>& memory, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                 int64_t offset = 0) {
+  const Tensor base = cuda_tensor(memory);
+  auto v = base.make_view(sizes, strides, offset);
+  EXPECT_TRUE(v.ok()) << kiln::last_error_message();
+  return *v;
+}
+
+Tensor cpu_view(std::vector<float>& memory, std::vector<int64_t> sizes, std::vector<int64_t> strides,
+                int64_t offset = 0) {
+  auto v = cpu_tensor(memory).make_view(sizes, strides, offset);
+  EXPECT_TRUE(v.ok()) << kiln::last_error_message();
+  return *v;
+}
+
+TEST_F(CudaExecute, StridedAndBroadcastDeviceInputsAreLaidOutOnTheDevice) {
+  Module module(kProgram);
+  const std::vector<float> memory = {1, -100, 2, -100, 3, -100, 4, -100};
+  auto out = module.forward({cuda_view(memory, {4}, {2})});
+  ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+  EXPECT_EQ((*out)[0].device(), (Device{DeviceType::CUDA, 0}));
+  EXPECT_EQ(values_of<float>((*out)[0]), (std::vector<float>{3, 6, 9, 12}));
+  // Stride 0: one float seen as 16 (read densely it would reach 60 bytes past it).
+  out = module.forward({cuda_view({2.5f}, {16}, {0})});
+  ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+  EXPECT_EQ(values_of<float>((*out)[0]), std::vector<float>(16, kScale * 2.5f));
+}
+
+TEST_F(CudaExecute, OffsetAndMisalignedDeviceInputsGiveTheirOwnValues) {
+  Module module(kProgram);
+  const std::vector<float> memory = ramp(21, 1.0f);
+  for (int64_t offset : {1, 2, 3, 4, 5}) {  // 4-20 bytes past an aligned allocation
+    auto out = module.forward({cuda_view(memory, {16}, {1}, offset)});
+    ASSERT_TRUE(out.ok()) << "offset " << offset << ": " << kiln::last_error_message();
+    const std::vector<float> expected(memory.begin() + offset, memory.begin() + offset + 16);
+    expect_scaled((*out)[0], expected);
+  }
+}
+
+// A method compiled for column-major x ([2, 3], dim order (1, 0)): the model
+// returns kScale * x's elements in memory order, which must be the column-major
+// order whatever layout x comes in, on the host or on the device.
+TEST_F(CudaExecute, InputsReachTheModelInItsCompiledLayoutFromTheHostAndTheDevice) {
+  Module module(kColumnMajorProgram);
+  auto meta = module.method_meta("forward");
+  ASSERT_TRUE(meta.ok()) << kiln::last_error_message();
+  EXPECT_EQ(meta->inputs[0].dim_order, (std::vector<uint8_t>{1, 0}));
+  const std::vector<float> column_major = {3, 12, 6, 15, 9, 18};  // kScale * (1, 4, 2, 5, 3, 6)
+  std::vector<float> rows = {1, 2, 3, 4, 5, 6};                   // x = [[1, 2, 3], [4, 5, 6]]
+  std::vector<float> cols = {1, 4, 2, 5, 3, 6};                   // the same x, column by column
+  std::vector<float> wide = {1, 0, 2, 0, 3, 0, 4, 0, 5, 0, 6, 0};
+  const std::vector<std::pair<const char*, Tensor>> inputs = {
+      {"host row-major", cpu_view(rows, {2, 3}, {3, 1})},
+      {"host column-major", cpu_view(cols, {2, 3}, {1, 2})},
+      {"host every other column", cpu_view(wide, {2, 3}, {6, 2})},
+      {"device row-major", cuda_view(rows, {2, 3}, {3, 1})},
+      {"device column-major", cuda_view(cols, {2, 3}, {1, 2})},
+      {"device column-major, misaligned", cuda_view({0, 1, 4, 2, 5, 3, 6}, {2, 3}, {1, 2}, 1)},
+      {"device every other column", cuda_view(wide, {2, 3}, {6, 2})},
+  };
+  for (const auto& [what, x] : inputs) {
+    auto out = module.forward({x});
+    ASSERT_TRUE(out.ok()) << what << ": " << kiln::last_error_message();
+    EXPECT_EQ(values_of<float>((*out)[0]), column_major) << what;
+  }
+}
+
+// With graphs, inputs are laid out before the signature is taken: strided and
+// dense inputs of one shape share one recording, and replays read the values
+// of the view they are given.
+TEST_F(CudaExecute, CudaGraphsSeeInputsInTheirCompiledLayout) {
+  Module module(kGraphProgram);
+  BackendOptions o = graph_options();
+  o.set("keep_outputs_on_device", true);
+  ASSERT_EQ(module.load(aoti_options(o)), Error::Ok) << kiln::last_error_message();
+  std::vector<int64_t> calls;
+  for (int i = 0; i < 6; ++i) {
+    const std::vector<float> memory = ramp(130, static_cast<float>(50 * i));
+    std::vector<float> expected;
+    Tensor x;
+    if (i % 3 == 0) {
+      x = cuda_view(memory, {64}, {2});  // strided
+      for (int k = 0; k < 64; ++k) expected.push_back(memory[2 * k]);
+    } else if (i % 3 == 1) {
+      x = cuda_view(memory, {64}, {1}, 1);  // misaligned
+      expected.assign(memory.begin() + 1, memory.begin() + 65);
+    } else {
+      x = cuda_view(memory, {64}, {1});
+      expected.assign(memory.begin(), memory.begin() + 64);
+    }
+    auto out = module.forward({x});
+    ASSERT_TRUE(out.ok()) << "call " << i << ": " << kiln::last_error_message();
+    expect_scaled((*out)[0], expected);
+    calls.push_back(calls_of(*out));
+  }
+  EXPECT_EQ(calls, (std::vector<int64_t>{1, 2, 2, 2, 2, 2})) << "one signature: recorded once, then replayed";
+}
+
+// An input the method writes in place is never copied: a device view in
+// another layout, or misaligned, is refused (the writes would go to the copy).
+TEST_F(CudaExecute, InputsWrittenInPlaceInAnotherLayoutAreRefused) {
+  Module module(kMutatingGraphProgram);
+  const std::vector<float> memory = ramp(65, 1.0f);
+  auto strided = module.forward({cuda_view(memory, {32}, {2})});
+  EXPECT_EQ(strided.error(), Error::InvalidArgument);
+  EXPECT_NE(kiln::last_error_message().find(
+                "has strides [2] but the method was compiled for row-major strides [1]"),
+            std::string::npos)
+      << kiln::last_error_message();
+  auto misaligned = module.forward({cuda_view(memory, {32}, {1}, 1)});
+  EXPECT_EQ(misaligned.error(), Error::InvalidArgument);
+  EXPECT_NE(kiln::last_error_message().find("16-byte boundary"), std::string::npos)
+      << kiln::last_error_message();
+  auto aligned = module.forward({cuda_view(memory, {32}, {1}, 4)});
+  ASSERT_TRUE(aligned.ok()) << kiln::last_error_message();
+  expect_scaled((*aligned)[0], std::vector<float>(memory.begin() + 4, memory.begin() + 36));
 }
 
 }  // namespace
