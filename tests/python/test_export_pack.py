@@ -39,6 +39,8 @@ class CannedBackend(AotiBackend):
             inputs=[spec],
             outputs=[TensorSpec(name="y", dtype="float32", dims=[DimSpec(size=3)])],
             metadata={"cpu_isa": "TEST"},
+            library_inputs=1,
+            library_outputs=1,
         )
 
 

@@ -82,6 +82,11 @@ class CompiledMethod:
     outputs: list = field(default_factory=list)  # list[kiln.program.TensorSpec]
     metadata: dict[str, str] = field(default_factory=dict)
     shim_imports: list[str] = field(default_factory=list)
+    #: How many inputs the compiled library takes and outputs it returns, as its generated
+    #: source states them; kiln.export refuses to pack a method whose contract disagrees
+    #: (or that does not say).
+    library_inputs: int | None = None
+    library_outputs: int | None = None
 
 
 SUPPORTED_CUDA_SHIMS_PATH = SUPPORTED_SHIMS_PATH.parent / "supported_cuda_shims.txt"
@@ -319,6 +324,7 @@ class AotiBackend:
         from torch.utils import _pytree as pytree
 
         from kiln.exporter import metadata as md
+        from kiln.exporter import outputs as outputs_mod
 
         specs = dict(compile_specs or {})
         device = self.device_name()
@@ -338,8 +344,13 @@ class AotiBackend:
             with prog.stage(f"{method_name}: decompositions"), self.extra_compile_context(specs):
                 ep = ep.run_decompositions(table)
 
+        # What the library will return: parameter writes taken out of the program (AOTInductor
+        # would return them as extra outputs), then one output per tensor leaf.
+        with self.extra_compile_context(specs):  # a re-trace, as for the decompositions above
+            ep, written_parameters = outputs_mod.strip_parameter_writes(ep, method_name, progress=prog)
+        plan = outputs_mod.plan_outputs(ep, method_name)
         inputs = md.input_specs(ep)
-        outputs = md.output_specs(ep)
+        outputs = plan.specs
         flat = md.user_input_values(ep)
         args, kwargs = pytree.tree_unflatten(flat, ep.call_spec.in_spec)
 
@@ -350,17 +361,25 @@ class AotiBackend:
             options = {**options, "aot_inductor.output_path": out_dir}
             with prog.stage(f"{method_name}: aot compile ({device})"):
                 with torch.no_grad(), self.extra_compile_context(specs):
-                    produced = torch._inductor.aot_compile(ep.module(), tuple(args), kwargs or None, options=options)
+                    gm = outputs_mod.module_to_compile(ep, plan)
+                    produced = torch._inductor.aot_compile(gm, tuple(args), kwargs or None, options=options)
             files = [str(p) for p in produced] if isinstance(produced, (list, tuple)) else [str(produced)]
             so_path = _pick(files, out_dir, ".wrapper.so", required=True)
             blob_path = _pick(files, out_dir, ".wrapper_weights.blob", required=False)
             cpp_path = _pick(files, out_dir, ".wrapper.cpp", required=False)
+            cpp_source = Path(cpp_path).read_text(errors="replace") if cpp_path else ""
+
+            # The library must take and return exactly what the contract says, or the program
+            # would fail at load (or worse, at run time): checked on the generated source, the
+            # only place the counts are stated without loading the library.
+            interface = outputs_mod.read_library_interface(cpp_source)
+            outputs_mod.check_library_interface(method_name, inputs, outputs, interface)
 
             with prog.stage(f"{method_name}: kernel check"):
                 imports = read_elf_imports(so_path)
                 source_lines = None
                 if cpp_path:
-                    source_lines = shim_calls_in_source(Path(cpp_path).read_text(errors="replace"))
+                    source_lines = shim_calls_in_source(cpp_source)
                 shim_imports = check_shim_imports(
                     method_name, imports.names(), self.supported_fallback_kernels(), device, source_lines
                 )
@@ -377,6 +396,9 @@ class AotiBackend:
             mutated = md.mutated_user_inputs(ep)
             if mutated:
                 meta["mutated_inputs"] = ",".join(mutated)
+            meta[outputs_mod.OUTPUT_TREE_KEY] = plan.tree_json()
+            if written_parameters:
+                meta[outputs_mod.WRITTEN_PARAMETERS_KEY] = ",".join(written_parameters)
             aoti_meta = _read_aoti_metadata(out_dir)
             for k, v in aoti_meta.items():
                 meta[k] = str(v)
@@ -386,8 +408,7 @@ class AotiBackend:
             library = Path(so_path).read_bytes()
             weights = Path(blob_path).read_bytes() if blob_path else b""
             if cpp_path and weights:
-                table = encode_constants_table(
-                    parse_constants_info(Path(cpp_path).read_text(errors="replace")), weights, device)
+                table = encode_constants_table(parse_constants_info(cpp_source), weights, device)
                 if table:
                     meta[CONSTANTS_METADATA_KEY] = table
         finally:
@@ -402,6 +423,8 @@ class AotiBackend:
             outputs=outputs,
             metadata=meta,
             shim_imports=shim_imports,
+            library_inputs=interface.num_inputs,
+            library_outputs=interface.num_outputs,
         )
 
 

@@ -18,9 +18,10 @@ from kiln.exporter.compile_specs import warn_unread_specs
 from kiln.exporter.cpu_backend import CpuBackend
 from kiln.exporter.cuda_backend import CudaBackend
 from kiln.exporter.metal_backend import MetalBackend
+from kiln.exporter.outputs import ContractMismatchError
 from kiln.exporter.progress import Progress
 
-__all__ = ["export", "KilnProgram", "backend_for", "LIBRARY_ALIGNMENT", "WEIGHTS_ALIGNMENT"]
+__all__ = ["export", "KilnProgram", "backend_for", "check_contract", "LIBRARY_ALIGNMENT", "WEIGHTS_ALIGNMENT"]
 
 #: Libraries are copied out (memfd) before dlopen: cache-line alignment is enough.
 LIBRARY_ALIGNMENT = 64
@@ -44,6 +45,29 @@ def backend_for(backend: AotiBackend | str, progress: Progress | None = None) ->
     if not isinstance(backend, str) or backend.lower() not in _BACKENDS:
         raise ValueError(f"unknown Kiln backend {backend!r}; expected one of {sorted(_BACKENDS)} or an AotiBackend")
     return _BACKENDS[backend.lower()](progress=progress)
+
+
+def check_contract(compiled: CompiledMethod) -> None:
+    """Raises ContractMismatchError unless the method's contract has as many inputs and outputs
+    as its compiled library (``library_inputs``/``library_outputs``, read by the backend from
+    the library's generated source). The runtime refuses such a program at load; it is never
+    written. A backend that does not report the counts cannot be checked, so it is refused too."""
+    name = compiled.name
+    if compiled.library_inputs is None or compiled.library_outputs is None:
+        raise ContractMismatchError(
+            name,
+            f"method {name!r}: the backend did not report how many inputs and outputs its compiled "
+            "library has (CompiledMethod.library_inputs/library_outputs), so the contract cannot be "
+            "checked; refusing to write a program that might not load",
+        )
+    if compiled.library_inputs != len(compiled.inputs) or compiled.library_outputs != len(compiled.outputs):
+        raise ContractMismatchError(
+            name,
+            f"method {name!r}: the compiled library takes {compiled.library_inputs} input(s) and returns "
+            f"{compiled.library_outputs} output(s), but the contract lists {len(compiled.inputs)} input(s) "
+            f"({', '.join(t.name for t in compiled.inputs) or 'none'}) and {len(compiled.outputs)} output(s) "
+            f"({', '.join(t.name for t in compiled.outputs) or 'none'}); the program would fail at load",
+        )
 
 
 def _sha256(data: bytes) -> str:
@@ -91,8 +115,11 @@ def export(
     stores weights in a separate data file at save time.  ``verbose`` prints one line
     per stage on stderr.
 
-    Raises UnsupportedKernelsError (before anything is packed) when a compiled method
-    needs aoti_torch_* functions Kiln's runtime lacks.
+    Raises, before anything is packed: UnsupportedKernelsError when a compiled method
+    needs aoti_torch_* functions Kiln's runtime lacks; UnsupportedOutputError for a model
+    output no method can return (a SymInt, an object); ContractMismatchError when the
+    compiled library's inputs/outputs disagree with the contract. A method's outputs are
+    the tensor leaves of the model's output (docs/program-format.md, "Method contract").
     """
     from torch.export import ExportedProgram
 
@@ -118,6 +145,7 @@ def export(
 
     for name, ep in programs.items():
         compiled = be.preprocess(name, ep, specs)
+        check_contract(compiled)
         with progress.stage(f"{name}: pack"):
             so_sha = _sha256(compiled.library)
             library_key = program.add_named_data(f"{so_sha}_so", compiled.library, alignment=LIBRARY_ALIGNMENT)

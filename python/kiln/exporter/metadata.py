@@ -3,7 +3,8 @@
 The runtime checks callers' tensors against this contract (dtype, rank, static sizes and
 the bounds of dynamic sizes) before handing them to the compiled library, which itself
 performs no such checks.  Everything here is read from the ExportedProgram as it will
-be compiled, so the contract and the library cannot disagree.
+be compiled; what the library returns is planned in kiln.exporter.outputs, and the
+library is checked against the contract before anything is packed.
 """
 
 from __future__ import annotations
@@ -138,7 +139,6 @@ def input_specs(ep: ExportedProgram) -> list[TensorSpec]:
     return specs
 
 
-def output_specs(ep: ExportedProgram) -> list[TensorSpec]:
 def _sym(value: Any):
     """A size or stride as a sympy expression (ints become sympy Integers)."""
     import sympy
@@ -195,19 +195,13 @@ def input_dim_order(name: str, val: Any) -> list[int]:
     return sorted(trivial) + outer_to_inner
 
 
-    """Contract of the user outputs (flattened), shapes from the output node's meta["val"]."""
-    out_node = next(n for n in ep.graph.nodes if n.op == "output")
-    out_args = list(out_node.args[0])
-    ranges = dict(ep.range_constraints)
-    specs = []
-    for i, spec in enumerate(ep.graph_signature.output_specs):
-        if spec.kind != OutputKind.USER_OUTPUT:
-            continue
-        node = out_args[i]
-        name = getattr(spec.arg, "name", None) or f"output_{len(specs)}"
-        val = node.meta.get("val") if isinstance(node, torch.fx.Node) else node
-        specs.append(_tensor_spec(name, val, ranges, "output"))
-    return specs
+def output_specs(ep: ExportedProgram) -> list[TensorSpec]:
+    """Contract of the outputs: the tensor leaves of the model's output in pytree order, named
+    by their path in it ("logits", "state.0"); None and constants are not returned (see
+    kiln.exporter.outputs, which also refuses outputs no method can return)."""
+    from kiln.exporter.outputs import plan_outputs
+
+    return plan_outputs(ep).specs
 
 
 def mutated_user_inputs(ep: ExportedProgram) -> list[str]:
