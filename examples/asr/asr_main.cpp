@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -20,6 +20,7 @@
 #include "wav_reader.h"
 #include "whisper_program.h"
 #include "example_util.h"
+#include "program/atomic_file.h"
 
 namespace {
 
@@ -134,15 +135,17 @@ bool write_npy(const std::string& path, const std::vector<int64_t>& shape, const
   const size_t unpadded = 10 + header.size() + 1;
   header.append((64 - unpadded % 64) % 64, ' ');
   header.push_back('\n');
-  std::ofstream file(path, std::ios::binary);
   const auto header_len = static_cast<uint16_t>(header.size());
-  file.write("\x93NUMPY\x01\x00", 8);
-  const char len[2] = {static_cast<char>(header_len & 0xFF), static_cast<char>(header_len >> 8)};
-  file.write(len, 2);
-  file << header;
-  file.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * sizeof(float)));
-  if (!file) {
-    *error = path + ": cannot write the file";
+  const uint8_t preamble[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, static_cast<uint8_t>(header_len & 0xFF),
+                                static_cast<uint8_t>(header_len >> 8)};
+  // Replaced atomically: a reader of the old file keeps its bytes.
+  const kiln::Error written = kiln::replace_file_atomically(
+      path, {std::span<const uint8_t>(preamble),
+             std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(header.data()), header.size()),
+             std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(data),
+                                      static_cast<size_t>(count) * sizeof(float))});
+  if (written != kiln::Error::Ok) {
+    *error = kiln::last_error_message();
     return false;
   }
   return true;

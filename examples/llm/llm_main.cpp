@@ -10,8 +10,8 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -19,6 +19,7 @@
 #include "llm_session.h"
 #include "sampler.h"
 #include "example_util.h"
+#include "program/atomic_file.h"
 
 namespace {
 
@@ -271,11 +272,11 @@ int main(int argc, char** argv) {
   const Generation& gen = *result;
 
   if (!opt.logits_out.empty()) {
-    std::ofstream out(opt.logits_out, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(gen.logits.data()),
-              static_cast<std::streamsize>(gen.logits.size() * sizeof(float)));
-    if (!out) {
-      std::fprintf(stderr, "kiln-llm: cannot write %s\n", opt.logits_out.c_str());
+    // Replaced atomically: a reader of the old file keeps its bytes.
+    const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(gen.logits.data()),
+                                         gen.logits.size() * sizeof(float));
+    if (kiln::replace_file_atomically(opt.logits_out, {bytes}) != kiln::Error::Ok) {
+      std::fprintf(stderr, "kiln-llm: %s\n", kiln::last_error_message().c_str());
       return 1;
     }
   }
