@@ -17,6 +17,7 @@
 
 #include "kiln_program_generated.h"
 #include "program/file_format.h"
+#include "program/hashed_read.h"
 #include "program/hex.h"
 #include "program/private_buffer.h"
 #include "program/regular_file.h"
@@ -32,10 +33,6 @@ namespace {
 
 // FlatBuffers' own limit; the Verifier asserts on larger sizes, so check first.
 constexpr uint64_t kMaxFlatbufferSize = 0x7fffffffu;
-// Named data is read and hashed in chunks this large, so each chunk is hashed
-// while it is still in the cache it was just read into.
-constexpr uint64_t kReadChunk = uint64_t{4} << 20;
-
 std::string quoted(std::string_view s) {
   // Built by append: GCC 12 flags `"'" + std::string(s)` with a false -Wrestrict.
   std::string out;
@@ -586,25 +583,6 @@ Error ProgramFile::Impl::parse(const std::string& program_dir, const std::vector
   return Error::Ok;
 }
 
-namespace {
-
-// Fills `out` from `offset` of `source`, hashing what was read into `hasher`
-// (when given) chunk by chunk: the digest is of the private copy itself, and
-// each chunk is hashed while still in the cache. (Reading on a second thread
-// ahead of the hashing was measured slower.)
-Error read_then_hash(const ByteSource& source, uint64_t offset, std::span<uint8_t> out, Sha256* hasher) {
-  for (uint64_t done = 0; done < out.size();) {
-    const uint64_t n = std::min<uint64_t>(kReadChunk, out.size() - done);
-    const std::span<uint8_t> chunk = out.subspan(static_cast<size_t>(done), static_cast<size_t>(n));
-    KILN_RETURN_IF_ERROR(source.read(offset + done, chunk));
-    if (hasher) hasher->update(chunk);
-    done += n;
-  }
-  return Error::Ok;
-}
-
-}  // namespace
-
 Result<NamedBytes> ProgramFile::Impl::read_entry(size_t index, bool verify) const {
   const NamedDataInfo& info = named_data[index];
   EntryState& state = entries[index];
@@ -632,8 +610,13 @@ Result<NamedBytes> ProgramFile::Impl::read_entry(size_t index, bool verify) cons
     } else {
       KILN_ASSIGN_OR_RETURN(PrivateBuffer buffer, PrivateBuffer::allocate(info.size, label + ": " + quoted(info.key)));
       Sha256 hasher;
-      if (read_then_hash(source, state.offset, {buffer.mutable_data(), static_cast<size_t>(info.size)},
-                        verify ? &hasher : nullptr) != Error::Ok)
+      const ChunkReader read_entry_bytes = [&source, base = state.offset](uint64_t offset, std::span<uint8_t> out) {
+        return source.read(base + offset, out);
+      };
+      // The digest is of this private copy, computed as it is read.
+      const Error read = read_hashed(read_entry_bytes, {buffer.mutable_data(), static_cast<size_t>(info.size)},
+                                     verify ? &hasher : nullptr);
+      if (read != Error::Ok)
         return fail(Error::IoError, "reading named data " + quoted(info.key) + ": " + last_error_message());
       if (verify) {
         const Sha256Digest digest = hasher.finish();
