@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 
 #include "kiln/device.h"
@@ -22,11 +23,19 @@ using GraphHandle = void*;
 
 enum class CopyKind { HostToDevice, DeviceToHost, DeviceToDevice, HostToHost };
 
-/// One region of a bulk host-to-device upload (weights at load time).
+/// Fills `out` with the bytes of an upload's source from `offset`: the
+/// program file itself, for weights uploaded without a private host copy
+/// (ProgramFile::read_named_range). Called by several upload threads at once.
+using UploadReader = std::function<Error(uint64_t offset, std::span<uint8_t> out)>;
+
+/// One region of a bulk host-to-device upload (weights at load time): from
+/// host memory `src`, or, when `src` is null, from `reader` at `src_offset`.
 struct UploadRegion {
   void* dst;        // device memory from allocate()
-  const void* src;  // host memory (may be a read-only file mapping)
+  const void* src;  // host memory, or null
   size_t nbytes;
+  const UploadReader* reader = nullptr;  // borrowed; lives until upload() returns
+  uint64_t src_offset = 0;
 };
 
 class KILN_API DeviceInterface {

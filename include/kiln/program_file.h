@@ -147,10 +147,20 @@ class KILN_API ProgramFile {
   /// truncated since open().
   Result<NamedBytes> read_named_data(std::string_view key, bool verify_digest = true) const;
 
+  /// Fills `out` with the bytes of a named entry from `offset`, straight from
+  /// its file with pread and checking no digest: for a caller that copies an
+  /// entry elsewhere without keeping a private copy (CUDA weights uploaded
+  /// with aoti.verify_weights off). IntegrityError once digests are required
+  /// (require_digests): unchecked bytes are never used then. InvalidArgument
+  /// for a range outside the entry, IoError when the file was truncated.
+  /// Thread-safe.
+  Error read_named_range(std::string_view key, uint64_t offset, std::span<uint8_t> out) const;
+
   /// From now on every read_named_data checks the digest, whatever its
   /// caller asks: set once a signature policy accepted the program, so no
   /// option can have bytes used that the signature does not vouch for.
   void require_digests() const noexcept;
+  bool digests_required() const noexcept;
 
   /// Total bytes of the program file when it was opened.
   uint64_t file_size() const noexcept;

@@ -47,6 +47,12 @@ Result<std::set<size_t>> mutated_input_indices(const MethodInfo& method, const s
   return indices;
 }
 
+Result<uint64_t> named_data_size(const ProgramFile& program, const std::string& key) {
+  for (const NamedDataInfo& info : program.named_data())
+    if (info.key == key) return info.size;
+  return set_error(Error::InvalidProgram, "no named data entry '" + key + "'");
+}
+
 std::string input_label(const std::string& method, size_t i, const std::vector<std::string>& names) {
   std::string label = "method '" + method + "': input " + std::to_string(i);
   if (i < names.size() && !names[i].empty()) label += " ('" + names[i] + "')";
@@ -113,26 +119,40 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   // The weights first: their digest check, their budget charge, and (when
   // Kiln places them) their upload, which on a GPU runs on a thread of its
   // own while the library and its container load below.
-  // Both blobs are private copies, digest-checked on those copies (the
-  // weights unless aoti.verify_weights is off and no signature policy holds):
-  // what was checked is what is loaded, whatever happens to the file now.
+  // Blobs are read into private copies and digest-checked on those copies
+  // (the weights unless aoti.verify_weights is off and no signature policy
+  // holds): what was checked is what is loaded, whatever happens to the file
+  // now. Unchecked weights that Kiln places on a device are the exception:
+  // the upload reads them from the file straight into its staging buffers,
+  // with no host copy of the blob (a file truncated meanwhile is an IoError).
   NamedBytes weights;
   std::unique_ptr<WeightPlacement> placement;
   if (!method.weights_key.empty()) {
-    KILN_ASSIGN_OR_RETURN(weights, program->read_named_data(method.weights_key, config.verify_weights));
+    KILN_ASSIGN_OR_RETURN(const uint64_t weights_size, named_data_size(*program, method.weights_key));
+    const bool from_file = !config.device.is_cpu() && config.kiln_places_weights && !config.verify_weights &&
+                           !program->digests_required() && method.metadata.count(std::string(kConstantsMetadataKey));
+    if (!from_file) {
+      KILN_ASSIGN_OR_RETURN(weights, program->read_named_data(method.weights_key, config.verify_weights));
+    }
     // Weights are charged to the budget until unload, before anything holds
     // them: the container copies the blob into an allocation of its own (host
     // malloc or cudaMalloc, outside the shims), or Kiln places them (shared by
     // the program's methods, but each method's limit counts them).
     if (self->budget_) {
-      KILN_RETURN_IF_ERROR(self->budget_->charge(weights.size(), "its weights"));
-      self->weights_charged_ = weights.size();
+      KILN_RETURN_IF_ERROR(self->budget_->charge(weights_size, "its weights"));
+      self->weights_charged_ = weights_size;
     }
     if (config.kiln_places_weights) {
       // A device may get ready for the upload meanwhile (CUDA pins its
       // staging buffers on yet another thread; the CPU has nothing to do).
-      self->iface_->prepare_upload(weights.size(), config.device.index);
-      KILN_ASSIGN_OR_RETURN(placement, self->start_placing_weights(method, weights, label));
+      self->iface_->prepare_upload(weights_size, config.device.index);
+      WeightsSource source;
+      source.bytes = weights;
+      if (from_file)
+        source.reader = [program, key = method.weights_key](uint64_t offset, std::span<uint8_t> out) {
+          return program->read_named_range(key, offset, out);
+        };
+      KILN_ASSIGN_OR_RETURN(placement, self->start_placing_weights(method, std::move(source), weights_size, label));
     }
   }
   {
@@ -170,6 +190,9 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
     // The library copies what it needs while loading (torch 2.11's model_base.h
     // reads the blob pointer only in load_constants), so the private copy can
     // go when load() returns.
+    if (!placed && !weights.owner()) {
+      KILN_ASSIGN_OR_RETURN(weights, program->read_named_data(method.weights_key, config.verify_weights));
+    }
     if (!placed) KILN_RETURN_IF_ERROR(self->load_weights_blob(weights.bytes(), label));
   }
   KILN_ASSIGN_OR_RETURN(self->mutated_inputs_, mutated_input_indices(method, label));
@@ -234,14 +257,15 @@ Error AotiMethod::load_weights_blob(std::span<const uint8_t> weights, const std:
 }
 
 Result<std::unique_ptr<WeightPlacement>> AotiMethod::start_placing_weights(const MethodInfo& method,
-                                                                           const NamedBytes& blob,
+                                                                           WeightsSource blob, uint64_t blob_size,
                                                                            const std::string& label) {
   auto table = method.metadata.find(std::string(kConstantsMetadataKey));
   if (table == method.metadata.end()) return std::unique_ptr<WeightPlacement>();
-  auto entries = parse_constants_table(table->second, blob.size());
+  auto entries = parse_constants_table(table->second, blob_size);
   if (!entries.ok()) return set_error(entries.error(), label + ": " + last_error_message());
   KILN_ASSIGN_OR_RETURN(std::shared_ptr<WeightStore> store, WeightStore::for_program(program_, device_));
-  return WeightPlacement::start(std::move(store), std::move(*entries), blob, /*on_thread=*/!device_.is_cpu());
+  return WeightPlacement::start(std::move(store), std::move(*entries), std::move(blob),
+                                /*on_thread=*/!device_.is_cpu());
 }
 
 Result<bool> AotiMethod::hand_placed_weights(WeightPlacement& placement, const std::string& label) {

@@ -126,7 +126,8 @@ class AotiMethod final : public MethodExecutor {
   Result<Tensor> to_host(const Tensor& output, StreamHandle stream) const;
   // Starts placing the weights from the method's weights table (null when the
   // program has none: the library loads its blob).
-  Result<std::unique_ptr<WeightPlacement>> start_placing_weights(const MethodInfo& method, const NamedBytes& blob,
+  Result<std::unique_ptr<WeightPlacement>> start_placing_weights(const MethodInfo& method, WeightsSource blob,
+                                                                 uint64_t blob_size,
                                                                  const std::string& label);
   // Lends the placed weights to the container; false (nothing done) when the
   // library cannot take them.

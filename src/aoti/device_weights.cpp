@@ -33,7 +33,7 @@ std::string WeightStore::share_key(const ConstantEntry& e) {
 }
 
 Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>& entries,
-                                               const NamedBytes& blob) {
+                                               const WeightsSource& blob) {
   DeviceInterface* iface = iface_ ? iface_ : get_device_interface(device_.type);
   if (!iface) return set_error(Error::NotSupported, "no device interface for " + device_string(device_));
   std::lock_guard<std::mutex> lock(mutex_);
@@ -51,10 +51,12 @@ Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>&
         continue;
       }
     if (device_.is_cpu() && e.read_only()) {
+      if (!blob.has_bytes())
+        return set_error(Error::Internal, "CPU weights are views of the blob, which was not read into memory");
       // A view of the private blob, which the view's storage keeps alive.
-      const uint8_t* src = blob.data() + e.blob_offset;
+      const uint8_t* src = blob.bytes.data() + e.blob_offset;
       out[i] = Tensor(Storage::create(const_cast<uint8_t*>(src), e.data_size, device_,
-                                      [owner = blob.owner()](void*) {}),
+                                      [owner = blob.bytes.owner()](void*) {}),
                       e.dtype, e.sizes, e.strides, e.storage_offset);
     } else {
       owned.push_back(i);
@@ -96,7 +98,10 @@ Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>&
   std::vector<UploadRegion> uploads;
   uploads.reserve(layout.copies.size());
   for (const ArenaCopy& c : layout.copies) {
-    uploads.push_back(UploadRegion{base + c.arena_offset, blob.data() + c.blob_offset, c.nbytes});
+    if (blob.has_bytes())
+      uploads.push_back(UploadRegion{base + c.arena_offset, blob.bytes.data() + c.blob_offset, c.nbytes});
+    else
+      uploads.push_back(UploadRegion{base + c.arena_offset, nullptr, c.nbytes, &blob.reader, c.blob_offset});
     upload_bytes += c.nbytes;
   }
   if (!uploads.empty()) {

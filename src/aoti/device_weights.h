@@ -40,6 +40,17 @@
 
 namespace kiln::aoti {
 
+/// The weights blob a placement copies from: its private copy (`bytes`,
+/// digest-checked unless aoti.verify_weights is off), or, for a device method
+/// loading unchecked weights, `reader` over the program file, so the upload
+/// reads the file straight into its staging buffers and no host copy of the
+/// blob is made at all. CPU views need `bytes`.
+struct WeightsSource {
+  NamedBytes bytes;
+  UploadReader reader;
+  bool has_bytes() const noexcept { return bytes.owner() != nullptr; }
+};
+
 class WeightStore {
  public:
   /// The store of `program` on `device`: the live one if a method holds it,
@@ -49,8 +60,8 @@ class WeightStore {
 
   /// One tensor per entry, in order: shared with an earlier call when it
   /// placed the same constant, else placed now from `blob` (the method's
-  /// weights, a private copy; CPU views keep it alive).
-  Result<std::vector<Tensor>> place(const std::vector<ConstantEntry>& entries, const NamedBytes& blob);
+  /// weights; CPU views keep its private copy alive).
+  Result<std::vector<Tensor>> place(const std::vector<ConstantEntry>& entries, const WeightsSource& blob);
 
   /// `iface`: the device's memory and copies; null = the registered interface
   /// of `device`'s type (tests pass a counting one).

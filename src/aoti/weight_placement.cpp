@@ -5,7 +5,7 @@
 namespace kiln::aoti {
 
 WeightPlacement::Outcome WeightPlacement::run(WeightStore& store, const std::vector<ConstantEntry>& entries,
-                                              const NamedBytes& blob) {
+                                              const WeightsSource& blob) {
   Outcome o;
   o.tensors = store.place(entries, blob);
   if (!o.tensors.ok()) o.message = last_error_message();
@@ -13,7 +13,7 @@ WeightPlacement::Outcome WeightPlacement::run(WeightStore& store, const std::vec
 }
 
 std::unique_ptr<WeightPlacement> WeightPlacement::start(std::shared_ptr<WeightStore> store,
-                                                        std::vector<ConstantEntry> entries, NamedBytes blob,
+                                                        std::vector<ConstantEntry> entries, WeightsSource blob,
                                                         bool on_thread) {
   std::unique_ptr<WeightPlacement> p(new WeightPlacement(std::move(store), std::move(entries)));
   p->blob_ = std::move(blob);
@@ -22,7 +22,7 @@ std::unique_ptr<WeightPlacement> WeightPlacement::start(std::shared_ptr<WeightSt
     // live until the destructor has joined it.
     WeightStore* s = p->store_.get();
     const std::vector<ConstantEntry>* e = &p->entries_;
-    const NamedBytes* b = &p->blob_;
+    const WeightsSource* b = &p->blob_;
     try {
       p->pending_ = std::async(std::launch::async, [s, e, b] { return run(*s, *e, *b); });
       return p;

@@ -3,8 +3,9 @@
 // first load: tens of ms per GB) overlaps loading the model library, creating
 // its container and loading its kernel modules, which need none of it.
 //
-// Ownership: a placement holds the store, the entries and the weights blob (a
-// private copy) until it is destroyed.
+// Ownership: a placement holds the store, the entries and the weights source
+// (a private copy, or a reader of the program, which the store keeps alive)
+// until it is destroyed.
 // Destroying a placement that was never taken waits for its thread and drops
 // the tensors (freeing the arena unless another method shares it).
 //
@@ -31,7 +32,7 @@ class WeightPlacement {
   /// when `on_thread`, else right here (CPU weights are mostly views of the
   /// blob, so a thread would cost more than the placement).
   static std::unique_ptr<WeightPlacement> start(std::shared_ptr<WeightStore> store,
-                                                std::vector<ConstantEntry> entries, NamedBytes blob,
+                                                std::vector<ConstantEntry> entries, WeightsSource blob,
                                                 bool on_thread);
 
   /// The placed tensors, one per entry in order (waits for the thread). Once.
@@ -50,11 +51,11 @@ class WeightPlacement {
   };
   WeightPlacement(std::shared_ptr<WeightStore> store, std::vector<ConstantEntry> entries)
       : store_(std::move(store)), entries_(std::move(entries)) {}
-  static Outcome run(WeightStore& store, const std::vector<ConstantEntry>& entries, const NamedBytes& blob);
+  static Outcome run(WeightStore& store, const std::vector<ConstantEntry>& entries, const WeightsSource& blob);
 
   std::shared_ptr<WeightStore> store_;
   std::vector<ConstantEntry> entries_;
-  NamedBytes blob_;
+  WeightsSource blob_;
   std::future<Outcome> pending_;  // valid while a thread's outcome is not taken
   Outcome done_;                  // the inline outcome
   bool taken_ = false;

@@ -1,6 +1,7 @@
 #include <array>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "kiln/device_interface.h"
 
@@ -21,9 +22,19 @@ Error DeviceInterface::copy_strided(void*, const int64_t*, const void*, const in
 }
 
 Error DeviceInterface::upload(std::span<const UploadRegion> regions, int index) {
+  std::vector<uint8_t> staged;  // for regions read through their reader
   for (const UploadRegion& r : regions) {
-    Error err = copy(r.dst, r.src, r.nbytes, CopyKind::HostToDevice, index, nullptr);
+    const void* src = r.src;
+    if (src == nullptr && r.nbytes > 0) {
+      if (r.reader == nullptr) return set_error(Error::Internal, "an upload region has neither bytes nor a reader");
+      staged.resize(r.nbytes);
+      KILN_RETURN_IF_ERROR((*r.reader)(r.src_offset, staged));
+      src = staged.data();
+    }
+    Error err = copy(r.dst, src, r.nbytes, CopyKind::HostToDevice, index, nullptr);
     if (err != Error::Ok) return err;
+    // The copy may still read `staged`: finish it before the buffer is reused.
+    if (src == staged.data()) KILN_RETURN_IF_ERROR(synchronize(index, nullptr));
   }
   return synchronize(index, nullptr);
 }

@@ -693,8 +693,28 @@ Result<NamedBytes> ProgramFile::read_named_data(std::string_view key, bool verif
   return impl_->read_entry(it->second, verify_digest);
 }
 
+Error ProgramFile::read_named_range(std::string_view key, uint64_t offset, std::span<uint8_t> out) const {
+  auto it = impl_->named_index.find(key);
+  if (it == impl_->named_index.end()) return impl_->fail(Error::NotFound, "no named data entry " + quoted(key));
+  const NamedDataInfo& info = impl_->named_data[it->second];
+  if (impl_->digests_required.load(std::memory_order_acquire))
+    return impl_->fail(Error::IntegrityError, "named data " + quoted(key) +
+                                                  " may only be read with its digest checked (a signature "
+                                                  "policy accepted this program)");
+  if (offset > info.size || out.size() > info.size - offset)
+    return impl_->fail(Error::InvalidArgument, "bytes " + std::to_string(offset) + ".." +
+                                                   std::to_string(offset + out.size()) + " lie outside named data " +
+                                                   quoted(key) + " (" + std::to_string(info.size) + " bytes)");
+  const EntryState& state = impl_->entries[it->second];
+  return impl_->source_of(state.file).read(state.offset + offset, out);
+}
+
 void ProgramFile::require_digests() const noexcept {
   impl_->digests_required.store(true, std::memory_order_release);
+}
+
+bool ProgramFile::digests_required() const noexcept {
+  return impl_->digests_required.load(std::memory_order_acquire);
 }
 
 Result<NamedBytes> ProgramFile::read_content() const {

@@ -202,5 +202,25 @@ TEST(FileChanges, AReSavedProgramIsANewFileAndTheLoadedModuleKeepsTheOldOne) {
   EXPECT_EQ(run(fresh), "5,10,15");
 }
 
+// The unchecked range reads a device upload uses when verify_weights is off:
+// the file's current bytes, an IoError once it is truncated, and refused
+// outright after a signature policy made digests required.
+TEST(FileChanges, UncheckedRangeReadsSeeTheFileAndStopOnceDigestsAreRequired) {
+  Program p = make_program(common_library_size(), /*external_weights=*/true, /*sign=*/false);
+  auto program = ProgramFile::open(p.path);
+  ASSERT_TRUE(program.ok()) << last_error_message();
+  std::vector<uint8_t> got(sizeof(float));
+  ASSERT_EQ((*program)->read_named_range("weights", 0, got), Error::Ok) << last_error_message();
+  float scale = 0;
+  std::memcpy(&scale, got.data(), sizeof(float));
+  EXPECT_EQ(scale, kScale);
+  EXPECT_EQ((*program)->read_named_range("weights", 2, got), Error::InvalidArgument);
+  truncate_file(p.path + ".data", 0);
+  EXPECT_EQ((*program)->read_named_range("weights", 0, got), Error::IoError);
+  EXPECT_NE(last_error_message().find("truncated after it was opened"), std::string::npos) << last_error_message();
+  (*program)->require_digests();
+  EXPECT_EQ((*program)->read_named_range("weights", 0, got), Error::IntegrityError);
+}
+
 }  // namespace
 }  // namespace kiln

@@ -7,10 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +31,7 @@ using kiln::Error;
 using kiln::Result;
 using kiln::Tensor;
 using kiln::UploadRegion;
+using kiln::aoti::WeightsSource;
 using kiln::aoti::ArenaSlot;
 using kiln::aoti::ConstantEntry;
 using kiln::aoti::kWeightAlignment;
@@ -109,8 +113,24 @@ std::vector<uint8_t> random_blob(size_t n, unsigned seed) {
 
 // `blob` as the private copy a program hands out; the test keeps the vector
 // alive, so the owner frees nothing.
-kiln::NamedBytes named(const std::vector<uint8_t>& blob) {
-  return kiln::NamedBytes(std::shared_ptr<const void>(blob.data(), [](const void*) {}), blob);
+WeightsSource named(const std::vector<uint8_t>& blob) {
+  WeightsSource source;
+  source.bytes = kiln::NamedBytes(std::shared_ptr<const void>(blob.data(), [](const void*) {}), blob);
+  return source;
+}
+
+// `blob` read through a reader, as a device upload of unchecked weights reads
+// the program file; counts the bytes it reads.
+WeightsSource read_through(const std::vector<uint8_t>& blob, std::atomic<uint64_t>* bytes_read) {
+  WeightsSource source;
+  source.reader = [&blob, bytes_read](uint64_t offset, std::span<uint8_t> out) -> Error {
+    if (offset > blob.size() || out.size() > blob.size() - offset)
+      return kiln::set_error(Error::IoError, "read past the end of the fake file");
+    std::memcpy(out.data(), blob.data() + offset, out.size());
+    *bytes_read += out.size();
+    return Error::Ok;
+  };
+  return source;
 }
 
 // A 1-D uint8 constant of `nbytes` at `blob_offset`.
@@ -279,11 +299,11 @@ TEST(WeightStore, BuffersOfAMethodOnTheCpuShareAnArenaAndParametersStayBorrowed)
                                         constant("running_var", 4196, 100, "Buffer")};
   const auto blob = random_blob(4296, 3);
   WeightStore store(nullptr, Device{DeviceType::CPU, 0}, &dev);
-  const kiln::NamedBytes bytes = named(blob);
-  auto tensors = store.place(entries, bytes);
+  const WeightsSource source = named(blob);
+  auto tensors = store.place(entries, source);
   ASSERT_TRUE(tensors.ok()) << kiln::last_error_message();
   EXPECT_EQ((*tensors)[0].storage()->data(), blob.data());  // read-only: a view of the blob, no copy
-  EXPECT_GT(bytes.owner().use_count(), 1);                  // which the view keeps alive
+  EXPECT_GT(source.bytes.owner().use_count(), 1);           // which the view keeps alive
   EXPECT_EQ(dev.allocations, 1);  // both buffers in one arena
   EXPECT_TRUE((*tensors)[1].storage()->owns_memory());
   expect_placed({entries[1], entries[2]}, {(*tensors)[1], (*tensors)[2]}, blob);
@@ -461,6 +481,50 @@ TEST(WeightPlacement, DroppedUntakenJoinsAndFreesTheArena) {
   EXPECT_EQ(dev.allocations, 1);
   EXPECT_EQ(dev.live(), 0u);
   EXPECT_EQ(dev.bad_frees, 0);
+}
+
+}  // namespace
+
+namespace {
+
+// Unchecked weights of a device method go from the program file straight to
+// the upload: the regions carry the reader and every byte placed is read
+// once, with no host copy of the blob; a read that fails fails the placement.
+TEST(WeightStore, AReaderSourceIsReadByTheUploadItself) {
+  CountingDevice dev(DeviceType::CUDA);
+  const auto entries = packed({1 << 16, 4096, 256});
+  const auto blob = random_blob(entries.back().blob_offset + entries.back().data_size, 31);
+  std::atomic<uint64_t> bytes_read{0};
+  {
+    WeightStore store(nullptr, kGpu, &dev);
+    auto tensors = store.place(entries, read_through(blob, &bytes_read));
+    ASSERT_TRUE(tensors.ok()) << kiln::last_error_message();
+    ASSERT_EQ(dev.last_regions.size(), 1u);
+    EXPECT_EQ(dev.last_regions[0].src, nullptr);
+    EXPECT_NE(dev.last_regions[0].reader, nullptr);
+    EXPECT_EQ(bytes_read.load(), blob.size());
+    expect_placed(entries, *tensors, blob);
+  }
+  std::vector<uint8_t> short_file(blob.begin(), blob.begin() + 1000);  // "truncated"
+  WeightStore store(nullptr, kGpu, &dev);
+  auto failed = store.place(entries, read_through(short_file, &bytes_read));
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.error(), Error::IoError);
+  EXPECT_NE(kiln::last_error_message().find("past the end of the fake file"), std::string::npos)
+      << kiln::last_error_message();
+  EXPECT_EQ(dev.live(), 0u);
+}
+
+// CPU parameters are views of the blob's private copy: a reader cannot serve them.
+TEST(WeightStore, CpuViewsNeedTheBlobInMemory) {
+  CountingDevice dev(DeviceType::CPU);
+  const auto entries = packed({4096});
+  const auto blob = random_blob(4096, 32);
+  std::atomic<uint64_t> bytes_read{0};
+  WeightStore store(nullptr, Device{DeviceType::CPU, 0}, &dev);
+  auto placed = store.place(entries, read_through(blob, &bytes_read));
+  ASSERT_FALSE(placed.ok());
+  EXPECT_EQ(placed.error(), Error::Internal);
 }
 
 }  // namespace

@@ -38,8 +38,10 @@ constexpr unsigned kMaxWorkersAsked = 32;
 
 struct Chunk {
   void* dst;
-  const void* src;
+  const void* src;                       // host bytes, or null: read through `reader`
   size_t nbytes;
+  const UploadReader* reader = nullptr;  // fills the staging buffer from the source
+  uint64_t src_offset = 0;
 };
 
 // Half the cores, at most kMaxWorkers, unless KILN_CUDA_UPLOAD_WORKERS says
@@ -254,7 +256,8 @@ class Worker {
     for (size_t i = next->fetch_add(1); i < chunks.size(); i = next->fetch_add(1)) {
       const Chunk& c = chunks[i];
       if (used[slot]) KILN_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(events_[slot]));
-      std::memcpy(buffers_[slot], c.src, c.nbytes);
+      if (c.src) std::memcpy(buffers_[slot], c.src, c.nbytes);
+      else KILN_RETURN_IF_ERROR((*c.reader)(c.src_offset, {static_cast<uint8_t*>(buffers_[slot]), c.nbytes}));
       KILN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(c.dst, buffers_[slot], c.nbytes, cudaMemcpyHostToDevice, stream_));
       KILN_CUDA_RETURN_IF_ERROR(cudaEventRecord(events_[slot], stream_));
       used[slot] = true;
@@ -272,10 +275,10 @@ class Worker {
 };
 
 // Regions that continue each other on both sides (the next one starts where
-// the previous one ended, on the host and on the device) become one, and empty
-// ones go: fewer cudaMemcpy calls below the staging threshold and fewer short
-// tail chunks above it. WeightStore hands over merged regions already; other
-// callers get the same for free.
+// the previous one ended, in the source and on the device) become one, and
+// empty ones go: fewer cudaMemcpy calls below the staging threshold and fewer
+// short tail chunks above it. WeightStore hands over merged regions already;
+// other callers get the same for free.
 std::vector<UploadRegion> merged(std::span<const UploadRegion> regions) {
   std::vector<UploadRegion> out;
   out.reserve(regions.size());
@@ -283,8 +286,10 @@ std::vector<UploadRegion> merged(std::span<const UploadRegion> regions) {
     if (r.nbytes == 0) continue;
     if (!out.empty()) {
       UploadRegion& last = out.back();
-      if (static_cast<char*>(last.dst) + last.nbytes == r.dst &&
-          static_cast<const char*>(last.src) + last.nbytes == r.src) {
+      const bool source_continues =
+          last.src ? r.src == static_cast<const char*>(last.src) + last.nbytes
+                   : !r.src && r.reader == last.reader && r.src_offset == last.src_offset + last.nbytes;
+      if (static_cast<char*>(last.dst) + last.nbytes == r.dst && source_continues) {
         last.nbytes += r.nbytes;
         continue;
       }
@@ -306,17 +311,27 @@ Error upload_regions(int device, std::span<const UploadRegion> given) {
   for (const UploadRegion& r : regions) total += r.nbytes;
   ScopedDevice scoped(device);
   KILN_RETURN_IF_ERROR(scoped.status());
+  for (const UploadRegion& r : regions)
+    if (!r.src && !r.reader) return set_error(Error::Internal, "an upload region has neither bytes nor a reader");
   if (total < (StagingBuffers::instance().kept() ? kStagingThresholdPinned : kStagingThreshold)) {
-    for (const UploadRegion& r : regions)
-      KILN_CUDA_RETURN_IF_ERROR(cudaMemcpy(r.dst, r.src, r.nbytes, cudaMemcpyHostToDevice));
+    std::vector<uint8_t> read;  // a region read through its reader, one at a time
+    for (const UploadRegion& r : regions) {
+      const void* src = r.src;
+      if (!src) {
+        read.resize(r.nbytes);
+        KILN_RETURN_IF_ERROR((*r.reader)(r.src_offset, read));
+        src = read.data();
+      }
+      KILN_CUDA_RETURN_IF_ERROR(cudaMemcpy(r.dst, src, r.nbytes, cudaMemcpyHostToDevice));
+    }
     return Error::Ok;
   }
   std::vector<Chunk> chunks;
   chunks.reserve(total / kChunkBytes + regions.size());
   for (const UploadRegion& r : regions)
     for (size_t off = 0; off < r.nbytes; off += kChunkBytes)
-      chunks.push_back(Chunk{static_cast<char*>(r.dst) + off, static_cast<const char*>(r.src) + off,
-                             std::min(kChunkBytes, r.nbytes - off)});
+      chunks.push_back(Chunk{static_cast<char*>(r.dst) + off, r.src ? static_cast<const char*>(r.src) + off : nullptr,
+                             std::min(kChunkBytes, r.nbytes - off), r.reader, r.src_offset + off});
 
   // No more workers than chunks (small uploads once the buffers are kept): an
   // idle worker would still make a stream and take two staging buffers.
