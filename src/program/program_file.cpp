@@ -178,7 +178,15 @@ Error ProgramFile::Impl::check_header() {
                    std::to_string(h.segment_data_size) + " do not lie inside the file after the FlatBuffer (which ends at " +
                    std::to_string(fb_end) + ", file size " + std::to_string(file_size) + ")");
   KILN_RETURN_IF_ERROR(check_signature_trailer(seg_end));
-  KILN_ASSIGN_OR_RETURN(header_copy, program.read_vector(0, h.header_size));
+  // Every byte is read once: the header that was decoded above is the one a
+  // signature is checked against (a second read could see other bytes, if the
+  // file changes meanwhile), extended by whatever a later version appended.
+  header_copy = std::move(head);
+  if (h.header_size > pf::kProgramHeaderSize) {
+    KILN_ASSIGN_OR_RETURN(std::vector<uint8_t> rest,
+                          program.read_vector(pf::kProgramHeaderSize, h.header_size - pf::kProgramHeaderSize));
+    header_copy.insert(header_copy.end(), rest.begin(), rest.end());
+  }
   // The FlatBuffer gets page-aligned memory of its own: it starts on an
   // 8-byte boundary of the file, so its scalars stay naturally aligned.
   KILN_ASSIGN_OR_RETURN(PrivateBuffer fb, PrivateBuffer::allocate(h.flatbuffer_size, label + ": FlatBuffer"));
