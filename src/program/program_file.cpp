@@ -283,23 +283,23 @@ Error ProgramFile::Impl::open_data_files(const fb::Program& root, const std::str
     const pf::DataHeader h = pf::decode_data_header(p);
     // No signature covers this header, so it must be exactly what the writer
     // of this program wrote: the program's own format version (which the
-    // signed program header carries) and this version's header size. A
-    // changed base offset or size moves every entry, which their digests catch.
+    // signed program header carries), this version's header size and data
+    // base. A changed size moves the end of the data, which the entries'
+    // ranges and the padding check catch.
     if (h.version != header.version)
       return invalid(at + ": format_version (offset " + std::to_string(pf::kDataOffVersion) + ") is " +
                      std::to_string(h.version) + " but the program's is " + std::to_string(header.version) +
                      " (a data file is written together with its program)");
     uint64_t end = 0;
-    if (h.header_size != pf::kDataHeaderSize || h.data_base_offset < h.header_size ||
-        h.data_base_offset % pf::kMaxAlignment != 0 || !pf::checked_add(h.data_base_offset, h.data_size, &end) ||
-        end != size)
+    if (h.header_size != pf::kDataHeaderSize || h.data_base_offset != pf::kDataBaseOffset ||
+        !pf::checked_add(h.data_base_offset, h.data_size, &end) || end != size)
       return invalid(at + ": header_size/data_base_offset/data_size (offsets " +
                      std::to_string(pf::kDataOffHeaderSize) + "/" + std::to_string(pf::kDataOffBase) + "/" +
                      std::to_string(pf::kDataOffSize) + ") = " + std::to_string(h.header_size) + "/" +
                      std::to_string(h.data_base_offset) + "/" + std::to_string(h.data_size) +
                      " do not describe the file (size " + std::to_string(size) + "; the header is " +
-                     std::to_string(pf::kDataHeaderSize) + " bytes and the data starts on a " +
-                     std::to_string(pf::kMaxAlignment) + "-byte boundary)");
+                     std::to_string(pf::kDataHeaderSize) + " bytes and the data starts at " +
+                     std::to_string(pf::kDataBaseOffset) + ")");
     file.header = h;
     data_files.push_back(std::move(file));
   }
@@ -457,12 +457,23 @@ Error ProgramFile::Impl::check_zero(const ByteSource& source, uint64_t begin, ui
 // signed program then has no byte that can change unnoticed.
 Error ProgramFile::Impl::check_gaps(const ByteSource& source, std::vector<Covered> covered, uint64_t end) const {
   std::sort(covered.begin(), covered.end(), [](const Covered& a, const Covered& b) { return a.begin < b.begin; });
+  // A writer pads only up to the next alignment (at most 4096 bytes), so a
+  // larger gap is refused unread: a crafted sparse file could otherwise keep
+  // open() reading zeros for as long as its declared size allows.
+  auto check = [&](uint64_t from, uint64_t to, const char* where) -> Error {
+    if (to - from >= pf::kMaxAlignment)
+      return set_error(Error::InvalidProgram,
+                       source.label + ": bytes " + std::to_string(from) + ".." + std::to_string(to) + " (" + where +
+                           ") are covered by nothing and longer than any padding a Kiln writer leaves (" +
+                           std::to_string(pf::kMaxAlignment) + " bytes)");
+    return check_zero(source, from, to, where);
+  };
   uint64_t at = 0;
   for (const Covered& c : covered) {
-    if (c.begin > at) KILN_RETURN_IF_ERROR(check_zero(source, at, c.begin, "padding between covered ranges"));
+    if (c.begin > at) KILN_RETURN_IF_ERROR(check(at, c.begin, "padding between covered ranges"));
     at = std::max(at, c.end);
   }
-  if (end > at) KILN_RETURN_IF_ERROR(check_zero(source, at, end, "padding after the last covered range"));
+  if (end > at) KILN_RETURN_IF_ERROR(check(at, end, "padding after the last covered range"));
   return Error::Ok;
 }
 

@@ -7,8 +7,10 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 
 #include "kiln/program_file.h"
@@ -457,6 +459,51 @@ TEST(SigningTamper, EveryByteOfASignedProgramAndItsDataFileIsChecked) {
     }
     EXPECT_EQ(unnoticed, 0u);
   }
+}
+
+}  // namespace
+}  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A crafted sparse file declaring a gigabyte of segment region that nothing
+// covers: open() used to read all of it (seconds, or minutes for a terabyte)
+// before any signature was checked. A gap longer than any padding a writer
+// leaves is refused unread.
+TEST(SigningTamper, AHugeUncoveredRegionIsRefusedWithoutReadingIt) {
+  TempDir dir;
+  const std::string path = write_program(dir);
+  auto bytes = read_file(path);
+  const uint64_t base = pf::load_le64(bytes.data() + pf::kOffSegmentBase);
+  const uint64_t huge = uint64_t{1} << 30;
+  pf::store_le64(bytes.data() + pf::kOffSegmentDataSize, huge - base);
+  write_file(path, bytes);
+  ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(huge)), 0);  // sparse: no disk used
+  const auto start = std::chrono::steady_clock::now();
+  auto program = ProgramFile::open(path);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_FALSE(program.ok());
+  EXPECT_EQ(program.error(), Error::InvalidProgram);
+  EXPECT_NE(message().find("longer than any padding a Kiln writer leaves"), std::string::npos) << message();
+  EXPECT_LT(seconds, 0.5) << "the gap was read";
+}
+
+// The data file's header is covered by no signature: its base offset must be
+// exactly what the writer writes. A payload moved to another base (the bytes
+// the runtime uses unchanged) was accepted before.
+TEST(SigningTamper, ADataFileWithItsDataMovedIsRefused) {
+  Signed s = make_signed(/*with_external=*/true);
+  const std::string data_path = s.path + ".data";
+  const auto data = read_file(data_path);
+  std::vector<uint8_t> moved(data.begin(), data.begin() + pf::kDataHeaderSize);
+  moved.resize(2 * pf::kDataBaseOffset, 0);
+  moved.insert(moved.end(), data.begin() + pf::kDataBaseOffset, data.end());
+  pf::store_le64(moved.data() + pf::kDataOffBase, 2 * pf::kDataBaseOffset);
+  write_file(data_path, moved);
+  const std::vector<PublicKey> trusted = {s.keys.public_key};
+  EXPECT_NE(verify_bytes(s, s.signed_bytes, trusted), Error::Ok);
+  EXPECT_NE(message().find("the data starts at 4096"), std::string::npos) << message();
 }
 
 }  // namespace
