@@ -83,7 +83,8 @@ class KILN_API Module {
   /// method was compiled for (TensorSpec::dim_order) is copied into that layout
   /// on the method's device before any kernel runs (on CUDA also a device input
   /// whose data is not 16-byte aligned); one already in it is used as it is,
-  /// without a copy. Kiln does not modify inputs; a method whose
+  /// without a copy (a view, with the compiled strides, when only the strides
+  /// of size-1 dimensions differ). Kiln does not modify inputs; a method whose
   /// program writes into an input (a torch.export user-input mutation, e.g. a
   /// KV cache updated in place: examples/llm) writes into the caller's memory
   /// when the input is already where the method runs (any input of a CPU

@@ -349,7 +349,9 @@ Result<std::vector<Tensor>> AotiMethod::conform_inputs(std::span<const Tensor> i
     const bool laid_out = has_dense_layout(t.sizes(), t.strides(), order);
     const bool misaligned = misaligned_on_device(t);
     if (laid_out && !misaligned) {
-      out.push_back(t);
+      if (has_exact_dense_strides(t.sizes(), t.strides(), order)) out.push_back(t);
+      else  // only size-1 dimensions differ: the same memory, with the compiled strides
+        out.emplace_back(t.storage(), t.dtype(), t.sizes(), dense_strides(t.sizes(), order), t.storage_offset());
       continue;
     }
     if (mutated_inputs_.count(i)) {

@@ -37,6 +37,18 @@ bool has_dense_layout(std::span<const int64_t> sizes, std::span<const int64_t> s
   return true;
 }
 
+bool has_exact_dense_strides(std::span<const int64_t> sizes, std::span<const int64_t> strides,
+                             std::span<const uint8_t> dim_order) noexcept {
+  if (sizes.size() != strides.size() || (!dim_order.empty() && dim_order.size() != sizes.size())) return false;
+  int64_t expected = 1;
+  for (size_t k = sizes.size(); k-- > 0;) {
+    const size_t d = dim_at(dim_order, k);
+    if (strides[d] != expected) return false;
+    if (__builtin_mul_overflow(expected, sizes[d] > 1 ? sizes[d] : 1, &expected)) return false;
+  }
+  return true;
+}
+
 Result<Tensor> host_copy_in_layout(const Tensor& input, std::span<const uint8_t> dim_order) {
   if (!input.device().is_cpu())
     return set_error(Error::InvalidArgument,

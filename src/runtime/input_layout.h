@@ -39,6 +39,14 @@ std::vector<int64_t> dense_strides(std::span<const int64_t> sizes, std::span<con
 bool has_dense_layout(std::span<const int64_t> sizes, std::span<const int64_t> strides,
                       std::span<const uint8_t> dim_order) noexcept;
 
+/// Whether `strides` are exactly the dense strides of `dim_order`, size-1
+/// dimensions included. A tensor that has_dense_layout but fails this is
+/// passed as a view with the dense strides (same memory, no copy): some
+/// kernels read a size-1 dimension's stride too (a CPU convolution picks its
+/// memory format from it), so they must see exactly what was compiled.
+bool has_exact_dense_strides(std::span<const int64_t> sizes, std::span<const int64_t> strides,
+                             std::span<const uint8_t> dim_order) noexcept;
+
 /// A new CPU tensor with the values of `input` (a CPU tensor whose view lies
 /// inside its storage, as validate_inputs checks), dense in `dim_order`. Reads
 /// only the elements the view addresses (a stride-0 view reads its few

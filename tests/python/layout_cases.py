@@ -46,6 +46,19 @@ class Conv(torch.nn.Module):
         return self.conv(x).relu(), x * 2 + 1
 
 
+class SingleImageConvs(torch.nn.Module):
+    """One color image (channels_last at export) and one gray image (row-major), batch 1:
+    inputs with size-1 dimensions, whose strides a caller's view may set to anything."""
+
+    def __init__(self):
+        super().__init__()
+        self.color = torch.nn.Conv2d(3, 2, 1)
+        self.gray = torch.nn.Conv2d(1, 2, 3, padding=1)
+
+    def forward(self, image, gray):
+        return self.color(image) + image[:, :2] * 2, self.gray(gray) + gray * 3
+
+
 class Accumulate(torch.nn.Module):
     """Adds ``x`` into ``cache`` in place (metadata mutated_inputs: cache), as a KV cache update."""
 

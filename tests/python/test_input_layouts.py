@@ -35,8 +35,8 @@ import kiln
 from kiln import runtime
 from kiln.program import load as load_program
 from kiln.runtime import KilnError, Module
-from layout_cases import (COLS, LAYOUTS, MAX_ROWS, OUT, TOLERANCE, Accumulate, Conv, Mixed, eager, export_mixed,
-                          model_for, numpy_layout, random_tensor, relative_error, torch_layout)
+from layout_cases import (COLS, LAYOUTS, MAX_ROWS, OUT, TOLERANCE, Accumulate, Conv, Mixed, SingleImageConvs, eager,
+                          export_mixed, model_for, numpy_layout, random_tensor, relative_error, torch_layout)
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = os.environ.get("KILN_CLI", str(REPO / "build" / "kiln"))
@@ -53,10 +53,14 @@ def program(tmp_path_factory):
     image = torch.randn(2, 3, 8, 8).contiguous(memory_format=torch.channels_last)
     methods["conv"] = torch.export.export(conv, (image,))
     methods["accumulate"] = torch.export.export(Accumulate(), (torch.zeros(4, 6), torch.zeros(4, 6)))
+    single = SingleImageConvs().eval()
+    methods["single"] = torch.export.export(
+        single, (torch.randn(1, 3, 4, 5).contiguous(memory_format=torch.channels_last), torch.randn(1, 1, 4, 5)))
     path = tmp_path_factory.mktemp("layouts") / "layouts.kiln"
     kiln.export(methods, backend="cpu", verbose=False).save(path)
     module = Module(path)
     module.load()
+    module.single = single  # the eager model of method "single"
     return path, module, conv
 
 
@@ -132,6 +136,30 @@ def test_channels_last_export_runs_inputs_of_either_layout(program):
         got = module.execute("conv", [value], output="torch")
         for i, (g, w) in enumerate(zip(got, want)):
             assert_close(g, w, 1e-5, f"conv {what} output {i}")
+
+
+def test_size_one_dimensions_reach_the_kernels_with_the_compiled_strides(program):
+    """Views whose only difference from the compiled layout is the stride of a size-1
+    dimension need no copy, but the kernels may read that stride too (a CPU convolution
+    picks its memory format from it): they get the compiled strides. Before, an HWC image
+    permuted to CHW (the usual way a single image reaches a channels_last model) and a gray
+    NHWC batch permuted to NCHW gave wrong answers with no error."""
+    _, module, _ = program
+    single = module.single
+    image = random_tensor((1, 3, 4, 5), "float32", 60)
+    gray = random_tensor((1, 1, 4, 5), "float32", 61)
+    want = eager(single, image, gray)
+    hwc = image[0].permute(1, 2, 0).contiguous()  # (4, 5, 3)
+    cases = {
+        "torch permuted HWC": (hwc.permute(2, 0, 1).unsqueeze(0), gray),               # strides (3, 1, 15, 3)
+        "numpy transposed HWC": (hwc.numpy().transpose(2, 0, 1)[None], gray.numpy()),  # strides (0, 1, 15, 3)
+        "gray from NHWC": (image, torch.empty_strided((1, 1, 4, 5), (20, 1, 5, 1)).copy_(gray)),
+        "gray batch stride 7": (image, torch.empty_strided((1, 1, 4, 5), (7, 20, 5, 1)).copy_(gray)),
+    }
+    for what, (x, g) in cases.items():
+        got = module.execute("single", [x, g], output="torch")
+        for i, (o, w) in enumerate(zip(got, want)):
+            assert_close(o, w, 1e-5, f"{what} output {i}")
 
 
 def test_input_written_in_place_works_in_its_layout_and_is_refused_in_another(program):
