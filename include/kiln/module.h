@@ -95,6 +95,10 @@ class KILN_API Module {
   /// layout than the compiled one (naming the expected and actual strides), and
   /// aoti.cuda_graphs is turned off for such a method with a warning (a replay
   /// reads the graph's own copies of the inputs).
+  /// A check the compiled code makes on input values (an index out of range
+  /// of an embedding table) fails the call with BackendFailed, also when it
+  /// failed on a kernel's worker thread; the kernel itself has run past the
+  /// check by then, as AOTInductor's code does not stop there.
   Result<std::vector<Tensor>> execute(std::string_view name, const std::vector<Tensor>& inputs);
   Result<std::vector<Tensor>> forward(const std::vector<Tensor>& inputs) { return execute("forward", inputs); }
 

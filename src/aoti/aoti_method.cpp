@@ -409,6 +409,7 @@ Result<std::vector<Tensor>> AotiMethod::run_model(std::vector<Tensor> staged, St
   clear_error();
   (void)take_check_failure();  // stale state from an earlier call on this thread
   (void)take_out_of_memory();
+  const uint64_t checks_before = check_failure_count();
   // With graphs the container holds one model instance and calls are
   // serialised by graph_mutex_: the single-threaded entry skips the
   // container's own bookkeeping (an event per run), which a recording could
@@ -438,8 +439,11 @@ Result<std::vector<Tensor>> AotiMethod::run_model(std::vector<Tensor> staged, St
     delete_handle(handle);
   }
   // A failed aoti_torch_check cannot stop the model from inside the hook; the
-  // run is reported as failed here instead.
-  const bool check_failed = take_check_failure();
+  // run is reported as failed here instead, also when the check failed on one
+  // of the kernels' OpenMP workers (counted process-wide).
+  const bool failed_here = take_check_failure();
+  const bool check_failed = failed_here || check_failure_count() != checks_before;
+  if (check_failed && !failed_here) set_error(Error::BackendFailed, last_check_failure_message());
   if (status != 0 || check_failed) return backend_failure("method '" + name_ + "': running the model");
   for (size_t i = 0; i < outputs.size(); ++i)
     if (!outputs[i].defined())

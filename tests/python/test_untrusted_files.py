@@ -190,3 +190,36 @@ def test_a_fifo_as_external_data_file_is_refused_at_once(tmp_path, fifo):
     with pytest.raises(KilnError) as err:
         Module(str(tmp_path / "m.kiln"), data_files=[str(fifo)]).load()
     assert "FIFO" in err.value.message and str(fifo) in err.value.message
+
+
+def test_an_index_out_of_range_is_an_error_whichever_thread_checks_it(tmp_path):
+    """Compiled kernels check gathered indices with aoti_torch_check; inside a parallel region
+    the check fails on an OpenMP worker thread, which the method's own thread never saw: the
+    call used to succeed with values read past the embedding table. Now it is an error at
+    every thread count (as in eager, which raises IndexError)."""
+    import torch
+
+    import kiln
+
+    class Embed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.nn.Embedding(10, 4)
+
+        def forward(self, ids):
+            return self.table(ids) * 2
+
+    path = tmp_path / "embed.kiln"
+    kiln.export(torch.export.export(Embed().eval(), (torch.tensor([1, 2]),)), backend="cpu",
+                verbose=False).save(str(path))
+    for threads in (None, 1, 2):
+        module = Module(str(path))
+        module.load({"aoti": {"num_threads": threads}} if threads else None)
+        (ok,) = module.forward(np.array([1, 9], np.int64))
+        assert ok.shape == (2, 4)
+        with pytest.raises(KilnError) as err:
+            module.forward(np.array([1, 10], np.int64))
+        assert err.value.status == "BackendFailed", threads
+        assert "index out of bounds" in err.value.message or "aoti_torch_check failed" in err.value.message, \
+            err.value.message
+        module.close()

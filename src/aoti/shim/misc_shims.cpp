@@ -1,4 +1,6 @@
 // Grad mode, the model's check/warn hooks and the debug printer hook.
+#include <atomic>
+#include <mutex>
 #include <string>
 
 #include "aoti/shim/shim_state.h"
@@ -13,6 +15,10 @@ thread_local bool t_grad_enabled = false;
 thread_local bool t_check_failed = false;
 
 const char* or_empty(const char* s) { return s ? s : ""; }
+
+std::atomic<uint64_t> g_check_failures{0};
+std::mutex g_check_message_mutex;
+std::string g_check_message;
 }  // namespace
 
 bool take_check_failure() noexcept {
@@ -21,7 +27,22 @@ bool take_check_failure() noexcept {
   return failed;
 }
 
-void note_check_failure() noexcept { t_check_failed = true; }
+void note_check_failure(const std::string& message) noexcept {
+  t_check_failed = true;
+  try {
+    std::lock_guard<std::mutex> lock(g_check_message_mutex);
+    g_check_message = message;
+  } catch (...) {
+  }
+  g_check_failures.fetch_add(1, std::memory_order_release);
+}
+
+uint64_t check_failure_count() noexcept { return g_check_failures.load(std::memory_order_acquire); }
+
+std::string last_check_failure_message() {
+  std::lock_guard<std::mutex> lock(g_check_message_mutex);
+  return g_check_message;
+}
 
 }  // namespace kiln::aoti
 
@@ -44,14 +65,15 @@ KILN_SHIM_EXPORT void aoti_torch_grad_mode_set_enabled(bool enabled) { t_grad_en
 KILN_SHIM_EXPORT void aoti_torch_check(bool cond, const char* func, const char* file, uint32_t line,
                                        const char* msg) {
   if (cond) return;
+  std::string text;
   try {
-    std::string text = std::string("aoti_torch_check failed in ") + or_empty(func) + " at " + or_empty(file) + ":" +
-                       std::to_string(line) + ": " + or_empty(msg);
+    text = std::string("aoti_torch_check failed in ") + or_empty(func) + " at " + or_empty(file) + ":" +
+           std::to_string(line) + ": " + or_empty(msg);
     KILN_LOG(Error, text);
-    set_error(Error::BackendFailed, std::move(text));
+    set_error(Error::BackendFailed, text);
   } catch (...) {
   }
-  note_check_failure();
+  note_check_failure(text);
 }
 
 KILN_SHIM_EXPORT void aoti_torch_warn(const char* func, const char* file, uint32_t line, const char* msg) {
