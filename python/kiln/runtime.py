@@ -17,7 +17,9 @@ method was compiled for (``TensorSpec.dim_order``: row-major unless the export e
 channels_last) and otherwise copies it into that layout on the method's device before any
 kernel runs. Inputs the method writes in place (metadata ``mutated_inputs``) must already be in
 that layout (KilnError InvalidArgument otherwise). Read-only numpy arrays and arrays with
-negative strides are copied here first, because unversioned DLPack cannot express either.
+negative strides are copied here first, because unversioned DLPack cannot express either (and
+so are lists and scalars); such an input is refused when the method writes it in place, since
+the writes would go to the copy.
 Outputs are numpy arrays (``output="numpy"``, default) or torch tensors (``output="torch"``),
 sharing Kiln's memory without copies.
 
@@ -340,10 +342,11 @@ def _is_torch_tensor(obj: Any) -> bool:
     return type(obj).__module__.startswith("torch") and hasattr(obj, "detach")
 
 
-def _dlpack_source(obj: Any) -> Any:
-    """Something whose __dlpack__() gives an unversioned capsule Kiln can take as is."""
+def _dlpack_source(obj: Any) -> tuple[Any, str | None]:
+    """Something whose __dlpack__() gives an unversioned capsule Kiln can take as is, and why
+    it is a copy of ``obj`` (None when it shares ``obj``'s memory)."""
     if _is_torch_tensor(obj):
-        return obj.detach()  # __dlpack__ refuses tensors that require grad
+        return obj.detach(), None  # __dlpack__ refuses tensors that require grad
     if hasattr(obj, "__dlpack__"):
         if type(obj).__module__ == "numpy":
             # Unversioned DLPack has no read-only flag (numpy refuses to export) and Kiln
@@ -351,11 +354,12 @@ def _dlpack_source(obj: Any) -> Any:
             if not obj.flags.writeable or any(s < 0 for s in obj.strides):
                 import numpy as np
 
-                return np.array(obj, copy=True)
-        return obj
+                why = "a read-only array" if not obj.flags.writeable else "an array with negative strides"
+                return np.array(obj, copy=True), why
+        return obj, None
     import numpy as np  # lists, scalars, buffers
 
-    return np.ascontiguousarray(obj)
+    return np.ascontiguousarray(obj), f"a {type(obj).__name__}, not an array"
 
 
 class _StreamCheck:
@@ -379,9 +383,12 @@ class _StreamCheck:
         return self._direct[device]
 
 
-def _to_kiln_tensor(lib: ctypes.CDLL, obj: Any, streams: _StreamCheck | None = None) -> ctypes.c_void_p:
-    """A new kiln_tensor_t sharing ``obj``'s memory (caller frees with kiln_tensor_free)."""
-    source = _dlpack_source(obj)
+def _to_kiln_tensor(lib: ctypes.CDLL, obj: Any, streams: _StreamCheck | None = None,
+                    source: Any = None) -> ctypes.c_void_p:
+    """A new kiln_tensor_t sharing ``obj``'s memory, or ``source``'s when given (its
+    _dlpack_source); the caller frees it with kiln_tensor_free."""
+    if source is None:
+        source, _ = _dlpack_source(obj)
     if streams is not None and _is_torch_tensor(source) and streams.direct(source):
         import torch.utils.dlpack
 
@@ -560,8 +567,11 @@ class Module:
         handles: list[ctypes.c_void_p] = []
         streams = _StreamCheck()
         try:
-            for obj in inputs:
-                handles.append(_to_kiln_tensor(lib, obj, streams))
+            for i, obj in enumerate(inputs):
+                source, copied = _dlpack_source(obj)
+                if copied is not None:
+                    self._refuse_copy_of_written_input(name, i, copied)
+                handles.append(_to_kiln_tensor(lib, obj, streams, source))
             array = (_P * max(len(handles), 1))(*handles)
             outputs = ctypes.POINTER(_P)()
             n_outputs = _SIZE()
@@ -577,6 +587,18 @@ class Module:
             return results
         finally:
             lib.kiln_tensor_array_free(outputs, n_outputs.value)
+
+    def _refuse_copy_of_written_input(self, name: str, index: int, why: str) -> None:
+        """An input the method writes in place (a KV cache) must reach Kiln as it is: passed as
+        a copy, the method would write into the copy and the caller would never see it."""
+        meta = self.method_meta(name)
+        written = {n for n in meta.metadata.get("mutated_inputs", "").split(",") if n}
+        if index < len(meta.inputs) and meta.inputs[index].name in written:
+            raise KilnError("InvalidArgument",
+                            f"method '{name}' input {index} ('{meta.inputs[index].name}') is written in place by "
+                            f"the method, but it is {why}, which has to be copied to pass it to Kiln, and the "
+                            "method's writes would go to the copy and be lost; pass a writable array with "
+                            "non-negative strides and keep it across calls")
 
     def forward(self, *inputs: Any, output: str = "numpy") -> list[Any]:
         """``execute("forward", inputs)``."""

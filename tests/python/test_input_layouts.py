@@ -184,6 +184,19 @@ def test_input_written_in_place_works_in_its_layout_and_is_refused_in_another(pr
     assert "('cache')" in message and "strides [1, 4]" in message and "[6, 1]" in message, message
     assert "in place" in message and "lost" in message, message
     np.testing.assert_array_equal(column_major, start)  # nothing ran
+    # Arrays the wrapper itself must copy (read-only, negative strides, lists) would lose the
+    # writes the same way: refused by name before anything runs.
+    read_only = start.copy()
+    read_only.flags.writeable = False
+    reversed_rows = start[::-1].copy()[::-1]
+    for what, cache in (("read-only", read_only), ("negative strides", reversed_rows),
+                        ("a list", start.tolist())):
+        with pytest.raises(KilnError) as info:
+            module.execute("accumulate", [cache, x])
+        assert info.value.status == "InvalidArgument", what
+        assert "('cache') is written in place" in info.value.message and "lost" in info.value.message, what
+    np.testing.assert_array_equal(read_only, start)
+    np.testing.assert_array_equal(reversed_rows, start)
 
 
 def test_stride_zero_view_of_64_bytes_through_the_c_api(program):
