@@ -17,6 +17,7 @@ Standard library only (no torch, no numpy). Not thread-safe: one AtomicFile per 
 """
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import shutil
@@ -26,6 +27,21 @@ __all__ = ["AtomicFile", "write_file_atomically", "copy_file_atomically"]
 
 # "." + name + ".tmp-" + 6 characters must fit one path component (NAME_MAX, 255 on Linux).
 _MAX_NAME_PREFIX = 255 - 16
+
+
+def _refuse_unless_regular(path: str, target: str) -> None:
+    """A rename replaces whatever the name holds: a FIFO, a device node (as root, /dev/null
+    itself) or a directory given as the output is refused, not turned into a regular file."""
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(st.st_mode)
+                else "a character device" if stat.S_ISCHR(st.st_mode) else "a block device"
+                if stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
+        raise IsADirectoryError(errno.EISDIR, f"it is {kind}, which Kiln does not replace", path) \
+            if stat.S_ISDIR(st.st_mode) else OSError(errno.EINVAL, f"it is {kind}, which Kiln does not replace", path)
 
 
 class AtomicFile:
@@ -41,6 +57,7 @@ class AtomicFile:
         self.path = os.fspath(path)
         target = os.path.realpath(self.path) if os.path.islink(self.path) else self.path
         self._target = target
+        _refuse_unless_regular(self.path, target)
         if mode is None:
             try:
                 st = os.stat(target)
@@ -102,6 +119,7 @@ class AtomicFile:
             raise ValueError(f"{self.path}: nothing to commit (already committed or discarded)")
         try:
             self.sync()
+            _refuse_unless_regular(self.path, self._target)  # again: the rename would replace anything
             os.replace(self._temp, self._target)
         except BaseException:
             self.discard()

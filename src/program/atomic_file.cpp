@@ -13,6 +13,8 @@
 #include <cstring>
 #include <utility>
 
+#include "program/file_type.h"
+
 namespace kiln {
 
 namespace {
@@ -43,6 +45,16 @@ Error io_error(const std::string& target, const std::string& what, int err) {
   return set_error(Error::IoError, "writing '" + target + "' failed: " + what + ": " + std::strerror(err));
 }
 
+// A rename replaces whatever the name holds: a FIFO, a device node (as root,
+// /dev/null itself) or a directory given as the output must be refused, not
+// turned into a regular file.
+Error refuse_unless_regular(const std::string& target, const std::string& final_path) {
+  struct stat st {};
+  if (::stat(final_path.c_str(), &st) != 0 || S_ISREG(st.st_mode)) return Error::Ok;  // absent, or a file
+  return set_error(Error::IoError, "writing '" + target + "': it is " + file_type_name(st.st_mode) +
+                                       ", which Kiln does not replace");
+}
+
 }  // namespace
 
 Result<AtomicFile> AtomicFile::create(const std::string& target, std::optional<mode_t> mode) {
@@ -59,6 +71,7 @@ Result<AtomicFile> AtomicFile::create(const std::string& target, std::optional<m
       ::free(resolved);
     }
   }
+  KILN_RETURN_IF_ERROR(refuse_unless_regular(target, file.final_));
   std::optional<mode_t> keep = mode;
   if (!keep && ::stat(file.final_.c_str(), &st) == 0 && S_ISREG(st.st_mode)) keep = st.st_mode & 07777;
 
@@ -154,6 +167,11 @@ Error AtomicFile::commit() {
                      "writing '" + target_ + "' failed: an earlier write failed, nothing replaced");
   }
   KILN_RETURN_IF_ERROR(sync());
+  // Checked again right before the rename, which would replace anything.
+  if (const Error refused = refuse_unless_regular(target_, final_); refused != Error::Ok) {
+    discard();
+    return refused;
+  }
   if (::rename(temp_.c_str(), final_.c_str()) != 0) {
     const int err = errno;
     discard();

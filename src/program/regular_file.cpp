@@ -9,20 +9,9 @@
 #include <cstring>
 #include <utility>
 
+#include "program/file_type.h"
+
 namespace kiln {
-
-namespace {
-
-const char* file_type_name(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
-}  // namespace
 
 RegularFile::RegularFile(RegularFile&& other) noexcept
     : fd_(std::exchange(other.fd_, -1)), size_(std::exchange(other.size_, 0)), label_(std::move(other.label_)) {}
@@ -52,6 +41,10 @@ Result<RegularFile> RegularFile::open(const std::string& path, const std::string
   file.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (file.fd_ < 0) {
     const int err = errno;
+    // Some kinds cannot be opened at all (a socket: ENXIO); say what it is.
+    struct stat st {};
+    if (err != ENOENT && ::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+      return set_error(Error::IoError, file.label_ + " is " + file_type_name(st.st_mode) + ", not a regular file");
     return set_error(err == ENOENT ? Error::NotFound : Error::IoError,
                      file.label_ + ": cannot open: " + std::strerror(err));
   }

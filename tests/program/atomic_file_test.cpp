@@ -255,3 +255,32 @@ TEST(AtomicFile, UncommittedFileLeavesNothing) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+// A rename replaces whatever the name holds: a FIFO given as the output (or a
+// link to one; as root, /dev/null itself) used to become a regular file.
+// Now anything but a regular file is refused by name and left as it was.
+TEST(AtomicFile, ATargetThatIsNotARegularFileIsRefusedAndLeftAsItIs) {
+  const testing_util::TempDir dir;
+  const std::string fifo = dir.file("out.kiln"), link = dir.file("link.kiln"), sub = dir.file("sub");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ASSERT_EQ(::symlink(fifo.c_str(), link.c_str()), 0);
+  ASSERT_EQ(::mkdir(sub.c_str(), 0700), 0);
+  const std::vector<uint8_t> bytes = {1, 2, 3};
+  for (const std::string& target : {fifo, link, sub}) {
+    EXPECT_EQ(replace_file_atomically(target, {bytes}), Error::IoError) << target;
+    EXPECT_NE(last_error_message().find("which Kiln does not replace"), std::string::npos) << last_error_message();
+    EXPECT_NE(last_error_message().find(target), std::string::npos) << last_error_message();
+  }
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(names_in(dir), (std::set<std::string>{"out.kiln", "link.kiln", "sub"}));  // no temporary left
+}
+
+}  // namespace
+}  // namespace kiln

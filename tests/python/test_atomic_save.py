@@ -174,3 +174,17 @@ def test_helpers_follow_links_and_leave_no_temporary(tmp_path):
     with pytest.raises(FileNotFoundError, match="missing"):
         write_file_atomically(tmp_path / "missing" / "x.bin", b"")
     assert atomic_file.__all__ == ["AtomicFile", "write_file_atomically", "copy_file_atomically"]
+
+
+def test_a_target_that_is_not_a_regular_file_is_refused_and_left_as_it_is(tmp_path):
+    """A rename replaces whatever the name holds: a FIFO (or a link to one) given as the
+    output used to become a regular file."""
+    fifo = tmp_path / "out.kiln"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.kiln"
+    link.symlink_to(fifo)
+    for target in (fifo, link):
+        with pytest.raises(OSError, match="which Kiln does not replace"):
+            program(100, 1).save(target)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert names(tmp_path) == {"out.kiln", "link.kiln"}

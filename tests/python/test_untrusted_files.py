@@ -8,6 +8,7 @@ path the CLI reads, each under a deadline (a FIFO used to block open() forever).
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 import sys
 import textwrap
@@ -177,6 +178,9 @@ def test_fifos_given_to_the_cli_are_refused_at_once(mlp, tmp_path, fifo):
     env = dict(os.environ, KILN_REQUIRE_SIGNATURE="1", KILN_TRUSTED_KEYS=str(fifo))
     _refused_naming(run_cli("run", path, "--repeat", "0", env=env), fifo)
     _refused_naming(run_cli("import", fifo, "-o", tmp_path / "i.kiln"), fifo)
+    # As an output: a rename would turn the FIFO into a regular file.
+    _refused_naming(run_cli("sign", path, "--key", f"{key}.key", "--out", fifo), fifo)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
 def test_a_fifo_as_external_data_file_is_refused_at_once(tmp_path, fifo):
