@@ -49,7 +49,7 @@ class PrivateBuffer {
 
   uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
-  size_t mapped_ = 0;  // bytes mapped (size rounded up to pages)
+  size_t mapped_ = 0;  // bytes mapped (size rounded up to pages); 0: heap memory
 };
 
 }  // namespace kiln
