@@ -7,7 +7,9 @@
 // file after opening it is read into a PrivateBuffer.
 //
 // The memory starts on a page boundary (4 KiB), so an entry's alignment in
-// its file (at most 4 KiB) is also its address alignment.
+// its file (at most 4 KiB) is also its address alignment. Buffers under 2 MiB
+// are page-aligned heap memory; larger ones are anonymous mappings of their
+// own on a huge-page boundary, given back to the system when freed.
 //
 // Ownership: owns the pages; releases them on destruction. Movable, not
 // copyable. Filled through mutable_data() by its creator, then read-only by
