@@ -25,17 +25,12 @@ constexpr float kScale = 3.0f;
 std::string layout_program(const std::string& path, std::vector<DimSpec> dims, std::vector<uint8_t> dim_order,
                            bool mutated = false) {
   ProgramWriter writer;
-  MethodInfo method;
-  method.name = "forward";
-  method.backend = "aoti";
-  method.device = "cpu";
+  MethodInfo method = fake_forward_method();
   TensorSpec x{"x", DType::Float32, dims};
   x.dim_order = std::move(dim_order);
   method.inputs = {x};
   method.outputs = {TensorSpec{"y", DType::Float32, dims}};
   if (mutated) method.metadata["mutated_inputs"] = "x";
-  method.library_key = "lib";
-  method.weights_key = "weights";
   EXPECT_EQ(writer.add_method(method), Error::Ok) << last_error_message();
   EXPECT_EQ(writer.add_named_data("lib", read_file(KILN_FAKE_MODEL_PATH)), Error::Ok) << last_error_message();
   const float scale = kScale;
