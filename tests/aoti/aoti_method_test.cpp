@@ -116,10 +116,10 @@ TEST(AotiMethod, AThousandLoadUnloadCyclesLeaveNothingBehind) {
   auto path = write_program(dir, KILN_FAKE_MODEL_PATH, 2.0f, "fake-cycles");
   auto cycle = [&] { load_run_unload(path); };
   for (int i = 0; i < 10; ++i) cycle();  // warm up allocator caches
-  const size_t fds = open_descriptors(), maps = mapped_regions(), rss = resident_kib();
+  const size_t fds = open_descriptors(), maps = file_mappings(), rss = resident_kib();
   for (int i = 0; i < 1000; ++i) cycle();
   EXPECT_EQ(open_descriptors(), fds);
-  EXPECT_LE(mapped_regions(), maps + 2);
+  EXPECT_LE(file_mappings(), maps + 2);
   EXPECT_LT(resident_kib(), rss + 2048) << "resident memory grew by " << resident_kib() - rss << " KiB";
 }
 
@@ -133,13 +133,13 @@ TEST(AotiMethod, LibraryWithItsOwnLibstdcxxGivesItsHeapBackOnUnload) {
   auto path = write_program(dir, KILN_FAKE_MODEL_STATIC_LIBSTDCXX_PATH, 2.0f, "fake-static-libstdcxx");
   auto cycle = [&] { load_run_unload(path); };
   for (int i = 0; i < 5; ++i) cycle();
-  const size_t maps = mapped_regions(), heap = heap_in_use_bytes();
+  const size_t maps = file_mappings(), heap = heap_in_use_bytes();
   constexpr int kCycles = 100;
   for (int i = 0; i < kCycles; ++i) cycle();
   const double grown_kib_per_cycle =
       (static_cast<double>(heap_in_use_bytes()) - static_cast<double>(heap)) / 1024.0 / kCycles;
   EXPECT_LT(grown_kib_per_cycle, 4.0) << "the heap grew by " << grown_kib_per_cycle << " KiB per load/unload cycle";
-  EXPECT_LE(mapped_regions(), maps + 2);  // really unloaded, despite libstdc++'s GNU-unique symbols
+  EXPECT_LE(file_mappings(), maps + 2);  // really unloaded, despite libstdc++'s GNU-unique symbols
 }
 
 TEST(AotiMethod, ConcurrentExecuteFromEightThreads) {
