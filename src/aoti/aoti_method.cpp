@@ -103,7 +103,7 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   self->program_ = program;
   self->name_ = method.name;
   self->device_ = config.device;
-  self->iface_ = get_device_interface(config.device.type);
+  self->iface_ = config.device_interface;
   if (!self->iface_)
     return set_error(Error::NotSupported, label + ": no device interface for " + device_string(config.device));
   self->stream_policy_ = config.stream_policy;

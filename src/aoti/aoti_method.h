@@ -36,7 +36,7 @@
 #include "aoti/openmp_threads.h"
 #include "aoti/weight_placement.h"
 #include "kiln/device.h"
-#include "kiln/device_interface.h"
+#include "core/device_interface.h"
 #include "runtime/backend.h"
 
 namespace kiln::aoti {
@@ -74,6 +74,8 @@ class OwnedStream {
 
 struct AotiMethodConfig {
   Device device;
+  /// The device's interface, from the module's runtime.
+  DeviceInterface* device_interface = nullptr;
   size_t num_models = 1;
   StreamPolicy stream_policy = StreamPolicy::PerMethod;
   bool keep_outputs_on_device = false;

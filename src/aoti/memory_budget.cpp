@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "kiln/device_interface.h"
+#include "core/device_table.h"
 
 namespace kiln::aoti {
 namespace {
@@ -15,7 +15,7 @@ Result<Tensor> allocate_in_budget(std::span<const int64_t> sizes, std::span<cons
   MemoryBudget* budget = t_current_budget;
   if (!budget) return Tensor::empty_strided(sizes, strides, dtype, device);
   KILN_ASSIGN_OR_RETURN(int64_t extent, strided_extent_bytes(sizes, strides, dtype));
-  DeviceInterface* iface = get_device_interface(device.type);
+  DeviceInterface* iface = device_for(device.type);
   if (!iface)
     return set_error(Error::NotSupported, "no device backend for '" + device_string(device) + "' in this build");
   // As Tensor::empty_strided: zero-byte tensors still get a unique pointer.

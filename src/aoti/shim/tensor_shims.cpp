@@ -9,7 +9,7 @@
 #include "aoti/shim/element_convert.h"
 #include "aoti/shim/layout_util.h"
 #include "aoti/shim/shim_util.h"
-#include "kiln/device_interface.h"
+#include "core/device_interface.h"
 
 using namespace kiln;
 using namespace kiln::aoti;

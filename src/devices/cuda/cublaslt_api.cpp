@@ -10,7 +10,7 @@ namespace kiln::cudadev {
 namespace {
 
 LazyLibrary& library() {
-  static LazyLibrary* lib = new LazyLibrary("cuBLASLt", "KILN_CUBLASLT_LIBRARY", {"libcublasLt.so.13"});
+  static LazyLibrary* lib = new LazyLibrary("cuBLASLt", SettingId::CublasltLibrary, {"libcublasLt.so.13"});
   return *lib;
 }
 

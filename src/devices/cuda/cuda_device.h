@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "devices/cuda/stream_block_cache.h"
-#include "kiln/device_interface.h"
+#include "core/device_interface.h"
 
 namespace kiln::cudadev {
 

@@ -2,40 +2,29 @@
 
 #include <dlfcn.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
+#include "core/device_table.h"
+#include "core/settings.h"
 #include "devices/cuda/cuda_plugin_api.h"
 #include "kiln/cuda.h"
-#include "kiln/device_interface.h"
 #include "kiln/log.h"
 
 namespace kiln::cuda_plugin {
 namespace {
 
-// Set once by load_and_register (under register_builtin_devices' call_once)
-// and read afterwards; the table is static in the plugin, which stays loaded.
-std::atomic<const KilnCudaPluginApi*> g_api{nullptr};
-// Why the CUDA device is unavailable (for kiln::cuda::* errors); written only
-// before g_api would have been published.
-std::string& unavailable_reason() {
-  static std::string reason = "CUDA device plugin not loaded yet";
-  return reason;
-}
-
-void give_up(std::string reason) {
-  KILN_LOG(Info, "CUDA device not available: " + reason);
-  unavailable_reason() = std::move(reason);
-}
+struct Loaded {
+  const KilnCudaPluginApi* api = nullptr;
+  DeviceInterface* device = nullptr;
+  std::string unavailable;  // why not, when device is null
+};
 
 // Directory of the shared object holding this code, or "" when this code is
 // linked into an executable (libkiln_static): then the plugin would drag in a
-// second copy of libkiln, so only an explicit KILN_CUDA_PLUGIN is used.
+// second copy of libkiln, so only an explicit cuda_plugin path is used.
 std::string libkiln_directory() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&load_and_register), &info) == 0 || info.dli_fname == nullptr) return "";
+  if (dladdr(reinterpret_cast<void*>(&load), &info) == 0 || info.dli_fname == nullptr) return "";
   std::string path = info.dli_fname;
   const size_t slash = path.rfind('/');
   const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
@@ -43,54 +32,70 @@ std::string libkiln_directory() {
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
 }
 
+// Loads the plugin and opens the device; sets `unavailable` when it cannot.
+void open_plugin(Loaded& loaded) {
+  const auto give_up = [&](std::string reason) {
+    KILN_LOG(Info, "CUDA device not available: " + reason);
+    loaded.unavailable = std::move(reason);
+  };
+#ifndef KILN_WITH_CUDA
+  return give_up("this build of Kiln has no CUDA support (configure with -DKILN_WITH_CUDA=ON)");
+#endif
+  if (process_settings().get_bool(SettingId::DisableCuda)) return give_up("disabled by KILN_DISABLE_CUDA");
+  std::string path = process_settings().get_string(SettingId::CudaPlugin);
+  if (path.empty()) {
+    const std::string dir = libkiln_directory();
+    if (dir.empty())
+      return give_up("Kiln is linked statically into this program; set setting cuda_plugin (KILN_CUDA_PLUGIN) "
+                     "to libkiln_cuda.so's path");
+    path = dir + "/libkiln_cuda.so";
+  }
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (handle == nullptr) {
+    const char* why = dlerror();
+    return give_up("cannot load " + path + ": " + (why ? why : "unknown dlopen error"));
+  }
+  // The handle stays open whatever follows: unloading a half-initialised CUDA
+  // library is riskier than keeping it.
+  auto api_fn = reinterpret_cast<KilnCudaPluginApiFn>(dlsym(handle, "kiln_cuda_plugin_api"));
+  if (api_fn == nullptr) return give_up(path + " is not a Kiln CUDA plugin (no kiln_cuda_plugin_api)");
+  const KilnCudaPluginApi* api = api_fn();
+  if (api == nullptr || api->version != KILN_CUDA_PLUGIN_API_VERSION || api->size != sizeof(KilnCudaPluginApi))
+    return give_up(path + " is a CUDA plugin of another Kiln build (interface version " +
+                   std::to_string(api ? api->version : 0) + ", this libkiln needs " +
+                   std::to_string(KILN_CUDA_PLUGIN_API_VERSION) + ")");
+  void* device = nullptr;
+  if (api->open(&device) != 0 || device == nullptr)
+    return give_up(last_error_message().empty() ? std::string("the plugin found no usable GPU") : last_error_message());
+  loaded.api = api;
+  loaded.device = static_cast<DeviceInterface*>(device);
+  publish_device(loaded.device);
+}
+
+const Loaded& loaded() {
+  static const Loaded* result = [] {
+    auto* l = new Loaded();  // never destroyed: the plugin stays loaded
+    try {
+      open_plugin(*l);
+    } catch (...) {
+      l->unavailable = "out of memory while loading the CUDA plugin";
+    }
+    return l;
+  }();
+  return *result;
+}
+
 }  // namespace
 
-void load_and_register() noexcept {
-  try {
-    const char* disable = std::getenv("KILN_DISABLE_CUDA");
-    if (disable != nullptr && *disable != '\0' && std::strcmp(disable, "0") != 0) {
-      give_up("disabled by KILN_DISABLE_CUDA");
-      return;
+DeviceInterface* load(std::string* unavailable) noexcept {
+  const Loaded& l = loaded();
+  if (l.device == nullptr && unavailable != nullptr) {
+    try {
+      *unavailable = l.unavailable;
+    } catch (...) {
     }
-    std::string path;
-    if (const char* explicit_path = std::getenv("KILN_CUDA_PLUGIN"); explicit_path && *explicit_path) {
-      path = explicit_path;
-    } else {
-      const std::string dir = libkiln_directory();
-      if (dir.empty()) {
-        give_up("Kiln is linked statically into this program; set KILN_CUDA_PLUGIN to libkiln_cuda.so's path");
-        return;
-      }
-      path = dir + "/libkiln_cuda.so";
-    }
-    // RTLD_GLOBAL: model libraries leave the CUDA shims and cudart symbols
-    // undefined and must find them in the global scope.
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (handle == nullptr) {
-      const char* why = dlerror();
-      give_up("cannot load " + path + ": " + (why ? why : "unknown dlopen error"));
-      return;
-    }
-    auto reg = reinterpret_cast<KilnCudaRegisterFn>(dlsym(handle, "kiln_cuda_register"));
-    auto api_fn = reinterpret_cast<KilnCudaPluginApiFn>(dlsym(handle, "kiln_cuda_plugin_api"));
-    if (reg == nullptr || api_fn == nullptr) {
-      give_up(path + " is not a Kiln CUDA plugin (kiln_cuda_register/kiln_cuda_plugin_api missing)");
-      return;  // the handle stays open: unloading a half-initialised CUDA library is riskier
-    }
-    const KilnCudaPluginApi* api = api_fn();
-    if (api == nullptr || api->version < KILN_CUDA_PLUGIN_API_VERSION || api->size < sizeof(KilnCudaPluginApi)) {
-      give_up(path + " has an incompatible plugin interface version");
-      return;
-    }
-    const int status = reg();
-    if (status != 0) {
-      give_up(last_error_message().empty() ? std::string("kiln_cuda_register failed") : last_error_message());
-      return;
-    }
-    g_api.store(api, std::memory_order_release);
-  } catch (...) {
-    // Out of host memory while building a message: stay without CUDA.
   }
+  return l.device;
 }
 
 }  // namespace kiln::cuda_plugin
@@ -99,26 +104,21 @@ namespace kiln::cuda {
 namespace {
 
 const KilnCudaPluginApi* api_or_error() {
-  (void)get_device_interface(DeviceType::CUDA);  // loads the plugin on first use
-  const KilnCudaPluginApi* api = cuda_plugin::g_api.load(std::memory_order_acquire);
-  if (api == nullptr) set_error(Error::NotSupported, "CUDA device not available: " + cuda_plugin::unavailable_reason());
-  return api;
+  std::string unavailable;
+  if (cuda_plugin::load(&unavailable) == nullptr) {
+    set_error(Error::NotSupported, "CUDA device not available: " + unavailable);
+    return nullptr;
+  }
+  return cuda_plugin::loaded().api;
 }
 
 }  // namespace
 
-bool is_available() noexcept {
-  try {
-    (void)get_device_interface(DeviceType::CUDA);
-  } catch (...) {
-    return false;
-  }
-  return cuda_plugin::g_api.load(std::memory_order_acquire) != nullptr;
-}
+bool is_available() noexcept { return cuda_plugin::load(nullptr) != nullptr; }
 
 int device_count() noexcept {
   if (!is_available()) return 0;
-  return cuda_plugin::g_api.load(std::memory_order_acquire)->device_count();
+  return cuda_plugin::loaded().api->device_count();
 }
 
 Result<MemoryStats> memory_stats(int device) {
@@ -147,17 +147,9 @@ Error release_cached_memory(int device) {
   return static_cast<Error>(api->release_cached_memory(device));
 }
 
-Error set_allow_tf32(bool allow) {
-  const KilnCudaPluginApi* api = api_or_error();
-  if (api == nullptr) return Error::NotSupported;
-  return static_cast<Error>(api->set_allow_tf32(allow ? 1 : 0));
-}
+Error set_allow_tf32(bool allow) { return process_settings().set(SettingId::CudaAllowTf32, allow); }
 
-Result<bool> allow_tf32() {
-  const KilnCudaPluginApi* api = api_or_error();
-  if (api == nullptr) return Error::NotSupported;
-  return api->allow_tf32() != 0;
-}
+Result<bool> allow_tf32() { return process_settings().get_bool(SettingId::CudaAllowTf32); }
 
 Error copy_strided(void* dst, const int64_t* dst_strides, const void* src, const int64_t* src_strides,
                    const int64_t* sizes, int64_t ndim, size_t element_size, int device, void* stream) {

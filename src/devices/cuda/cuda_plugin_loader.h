@@ -3,15 +3,20 @@
 // runs on machines without any CUDA library installed.
 #pragma once
 
+#include <string>
+
+#include "core/device_interface.h"
+
 namespace kiln::cuda_plugin {
 
-/// Called once from register_builtin_devices(). Looks for the plugin in
-/// $KILN_CUDA_PLUGIN (a path) or else next to the shared libkiln itself,
-/// dlopens it RTLD_NOW | RTLD_GLOBAL (so model libraries resolve the CUDA
-/// shims and the CUDA runtime symbols they leave undefined), and calls its
-/// kiln_cuda_register(). Never fails loudly: when the plugin, the CUDA runtime
-/// or a GPU is missing, or KILN_DISABLE_CUDA=1, it logs why at Info level and
-/// the CUDA device stays unregistered.
-void load_and_register() noexcept;
+/// The CUDA device, loading the plugin on the first call of the process: from
+/// setting cuda_plugin (a path) or else next to the shared libkiln itself,
+/// dlopen'ed RTLD_NOW | RTLD_GLOBAL (so model libraries resolve the CUDA shims
+/// and the CUDA runtime symbols they leave undefined). The device is published
+/// to the process (core/device_table.h). When the plugin, the CUDA runtime or
+/// a GPU is missing, or the environment disables CUDA (KILN_DISABLE_CUDA),
+/// returns nullptr with the reason in `*unavailable` (also logged at Info).
+/// Every later call returns the first one's outcome. Thread-safe.
+DeviceInterface* load(std::string* unavailable) noexcept;
 
 }  // namespace kiln::cuda_plugin

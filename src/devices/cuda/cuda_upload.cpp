@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/settings.h"
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/cuda_thread_state.h"
 #include "kiln/log.h"
@@ -33,7 +34,7 @@ constexpr size_t kStagingThreshold = size_t{64} << 20;
 // method's weights that are mostly shared with the first's.
 constexpr size_t kStagingThresholdPinned = 2 * kChunkBytes;
 constexpr unsigned kMaxWorkers = 8;
-// KILN_CUDA_UPLOAD_WORKERS overrides the count, up to this many.
+// Setting cuda_upload_workers overrides the count, up to this many.
 constexpr unsigned kMaxWorkersAsked = 32;
 
 struct Chunk {
@@ -44,18 +45,14 @@ struct Chunk {
   uint64_t src_offset = 0;
 };
 
-// Half the cores, at most kMaxWorkers, unless KILN_CUDA_UPLOAD_WORKERS says
-// otherwise (read once). On the 16-core H100 host h2d-upload-bench copies a
-// page-cached blob at 45 GB/s with 8 workers and 49 GB/s with 12 or 16
-// (seventh session), but that has not been measured in a model load yet.
+// Setting cuda_upload_workers, or else half the cores, at most kMaxWorkers
+// (read once). On the 16-core H100 host bench/micro/h2d_upload_bench.sh copies
+// a page-cached blob at 45 GB/s with 8 workers and 49 GB/s with 12 or 16, but
+// that gain has not been shown in a model load.
 unsigned upload_workers() {
   static const unsigned workers = [] {
-    if (const char* v = std::getenv("KILN_CUDA_UPLOAD_WORKERS")) {
-      char* end = nullptr;
-      const unsigned long n = std::strtoul(v, &end, 10);
-      if (end != v && *end == '\0' && n >= 1) return static_cast<unsigned>(std::min<unsigned long>(n, kMaxWorkersAsked));
-      KILN_LOG(Warning, std::string("KILN_CUDA_UPLOAD_WORKERS='") + v + "' is not a positive integer; ignored");
-    }
+    const int64_t asked = process_settings().get_int(SettingId::CudaUploadWorkers);
+    if (asked > 0) return static_cast<unsigned>(std::min<int64_t>(asked, kMaxWorkersAsked));
     return std::clamp<unsigned>(std::thread::hardware_concurrency() / 2, 1, kMaxWorkers);
   }();
   return workers;

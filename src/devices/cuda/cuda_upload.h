@@ -13,14 +13,14 @@
 // at 47 GB/s against 29 GB/s for 4 workers with 8 MiB; pinning the buffers
 // costs ~0.5 ms per MiB with cudaHostAlloc, so they are kept for the process
 // after the first large upload (two 2 MiB buffers per worker: 32 MiB with the
-// default 8 workers, more when KILN_CUDA_UPLOAD_WORKERS asks for more), and
+// default 8 workers, more when setting cuda_upload_workers asks for more), and
 // later loads skip that cost; the first one has them pinned ahead, on
 // background threads, in huge pages (prepare_upload).
 #pragma once
 
 #include <span>
 
-#include "kiln/device_interface.h"
+#include "core/device_interface.h"
 #include "kiln/error.h"
 
 namespace kiln::cudadev {

@@ -10,7 +10,7 @@ namespace kiln::cudadev {
 namespace {
 
 LazyLibrary& library() {
-  static LazyLibrary* lib = new LazyLibrary("cuDNN", "KILN_CUDNN_LIBRARY", {"libcudnn.so.9"});
+  static LazyLibrary* lib = new LazyLibrary("cuDNN", SettingId::CudnnLibrary, {"libcudnn.so.9"});
   return *lib;
 }
 

@@ -2,20 +2,18 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
-
 #include "kiln/log.h"
 
 namespace kiln::cudadev {
 
-LazyLibrary::LazyLibrary(std::string what, std::string env_var, std::vector<std::string> sonames)
-    : what_(std::move(what)), env_var_(std::move(env_var)), sonames_(std::move(sonames)) {}
+LazyLibrary::LazyLibrary(std::string what, SettingId path, std::vector<std::string> sonames)
+    : what_(std::move(what)), path_(path), sonames_(std::move(sonames)) {}
 
 Result<void*> LazyLibrary::handle() {
   std::call_once(once_, [this] {
     std::vector<std::string> tried;
     std::vector<std::string> candidates;
-    if (const char* path = std::getenv(env_var_.c_str()); path != nullptr && *path != '\0') candidates.push_back(path);
+    if (std::string path = process_settings().get_string(path_); !path.empty()) candidates.push_back(path);
     candidates.insert(candidates.end(), sonames_.begin(), sonames_.end());
     for (const std::string& name : candidates) {
       // RTLD_LOCAL: only Kiln calls into these, through dlsym.
@@ -30,7 +28,9 @@ Result<void*> LazyLibrary::handle() {
     }
     failure_ = what_ + " is needed by this model but could not be loaded; tried: ";
     for (size_t i = 0; i < tried.size(); ++i) failure_ += (i ? "; " : "") + tried[i];
-    failure_ += ". Install it or put its directory on LD_LIBRARY_PATH, or set " + env_var_ + " to its path.";
+    const SettingInfo& setting = setting_info(path_);
+    failure_ += ". Install it or put its directory on LD_LIBRARY_PATH, or set setting '" + std::string(setting.name) +
+                "' (" + setting_environment_variable(setting) + ") to its path.";
   });
   if (handle_ == nullptr) return set_error(Error::NotSupported, failure_);
   return handle_;

@@ -8,16 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "core/settings.h"
 #include "kiln/error.h"
 
 namespace kiln::cudadev {
 
 class LazyLibrary {
  public:
-  /// `what` names the library in messages ("cuBLASLt"); `env_var` may name a
-  /// path that is tried first; `sonames` are tried in order through the
-  /// dynamic linker's search path (LD_LIBRARY_PATH, ld.so.cache, ...).
-  LazyLibrary(std::string what, std::string env_var, std::vector<std::string> sonames);
+  /// `what` names the library in messages ("cuBLASLt"); the string setting
+  /// `path` may name a file that is tried first; `sonames` are tried in order
+  /// through the dynamic linker's search path (LD_LIBRARY_PATH, ...).
+  LazyLibrary(std::string what, SettingId path, std::vector<std::string> sonames);
 
   /// The dlopen handle; the first call opens the library. Every later call
   /// returns the first call's outcome (a failure is not retried).
@@ -28,7 +29,7 @@ class LazyLibrary {
 
  private:
   std::string what_;
-  std::string env_var_;
+  SettingId path_;
   std::vector<std::string> sonames_;
   std::once_flag once_;
   void* handle_ = nullptr;

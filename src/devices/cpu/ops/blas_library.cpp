@@ -2,10 +2,10 @@
 
 #include <dlfcn.h>
 
-#include <cstdlib>
 #include <mutex>
 #include <string>
 
+#include "core/settings.h"
 #include "kiln/log.h"
 
 namespace kiln::cpu {
@@ -18,8 +18,8 @@ struct Loaded {
 Loaded load() {
   Loaded loaded;
   std::string tried;
-  const char* env = std::getenv("KILN_BLAS_LIBRARY");
-  const char* candidates[] = {env && *env ? env : nullptr, "libopenblas.so.0", "libblas.so.3"};
+  const std::string chosen = process_settings().get_string(SettingId::BlasLibrary);
+  const char* candidates[] = {chosen.empty() ? nullptr : chosen.c_str(), "libopenblas.so.0", "libblas.so.3"};
   for (const char* name : candidates) {
     if (!name) continue;
     // RTLD_LOCAL: BLAS symbols must not leak into model libraries' scope.

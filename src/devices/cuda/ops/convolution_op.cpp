@@ -311,7 +311,7 @@ Error convolution(const TensorRef& input, const TensorRef& weight, const TensorR
     append(key, dil);
 
     bool done = false;
-    if (cudnn_plans_enabled()) {
+    {  // a cached cuDNN execution plan; where cuDNN has none, its legacy API below
       const auto describe = [&] {
         ConvProblem prob;
         prob.transposed = transposed;

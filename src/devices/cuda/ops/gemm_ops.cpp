@@ -11,9 +11,8 @@
 //
 // Products with at most 4 rows whose right operand is a transposed row-major
 // weight (nn.Linear at decode: mm(x, permute(W))) skip cuBLASLt and run the
-// memory-bound GEMV kernel (gemv_kernel.h) when its alignment rules hold;
-// KILN_CUDA_GEMV=0 (false/off/no), read once, turns that off (to compare the
-// two paths). At log level debug every product logs which path it took.
+// memory-bound GEMV kernel (gemv_kernel.h) when its alignment rules hold. At
+// log level debug every product logs which path it took.
 #include <cublasLt.h>
 
 #include <algorithm>
@@ -288,16 +287,13 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
 
   // Few rows against a transposed row-major weight: the GEMV kernel writes
   // out through its strides directly, so no operand or output is copied.
-  const char* no_gemv = "disabled by KILN_CUDA_GEMV";
-  if (gemv_enabled()) {
-    const GemvParams g = gemv_params(out.dtype, batch, ma, mb, mc, alpha, beta, bias);
-    no_gemv = gemv_unsupported(g);
-    if (no_gemv == nullptr) {
-      KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": GEMV kernel" +
-                          (bias.ptr != nullptr ? " (bias read in place)" : ""));
-      KILN_ASSIGN_OR_RETURN(const int sm_count, multiprocessor_count(device));
-      return launch_gemv(g, sm_count, stream);
-    }
+  const GemvParams g = gemv_params(out.dtype, batch, ma, mb, mc, alpha, beta, bias);
+  const char* no_gemv = gemv_unsupported(g);
+  if (no_gemv == nullptr) {
+    KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": GEMV kernel" +
+                        (bias.ptr != nullptr ? " (bias read in place)" : ""));
+    KILN_ASSIGN_OR_RETURN(const int sm_count, multiprocessor_count(device));
+    return launch_gemv(g, sm_count, stream);
   }
 
   // Where the result goes, decided once: out itself when it is column- or

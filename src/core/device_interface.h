@@ -1,7 +1,8 @@
-// The small interface every device backend (CPU, CUDA, later Metal)
-// implements: memory, copies, streams, synchronisation. Implementations live in
-// src/devices/<name>/ and are registered from one explicit list
-// (src/devices/builtin_devices.cpp).
+// The small interface every device (CPU, CUDA, later Metal) implements:
+// memory, copies, streams, synchronisation. Private to Kiln and its device
+// plugins, which are built from the same tree (not a user API). The CPU device
+// is core's (cpu_device.h); the CUDA plugin's implementation is loaded by a
+// Runtime on first use and published to the process (device_table.h).
 #pragma once
 
 #include <cstddef>
@@ -152,17 +153,5 @@ class KILN_API DeviceInterface {
     (void)library_base;
   }
 };
-
-/// Registers `device` for its type (called from the builtin list). The registry
-/// does not own it: registered interfaces are static objects.
-KILN_API void register_device_interface(DeviceInterface* device);
-
-/// The interface for `type`, or nullptr when this build/machine has none.
-/// Registers the builtin devices on first use.
-KILN_API DeviceInterface* get_device_interface(DeviceType type);
-
-/// Defined in src/devices/builtin_devices.cpp: registers every device compiled
-/// into this build. The one explicit list of devices.
-void register_builtin_devices();
 
 }  // namespace kiln

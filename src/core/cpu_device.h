@@ -1,18 +1,18 @@
 // CPU device: 64-byte aligned host memory with an optional byte limit (so
 // out-of-memory paths can be tested), large blocks reused through the process's
-// LargeBlockCache, plain memcpy copies, no streams.
+// LargeBlockCache, plain memcpy copies, no streams. Part of core: every tensor
+// can live in host memory, whatever devices a runtime loads.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 
-#include "kiln/device_interface.h"
+#include "core/device_interface.h"
 
 namespace kiln {
 
 class CpuDevice final : public DeviceInterface {
  public:
-  CpuDevice();
   DeviceType type() const noexcept override { return DeviceType::CPU; }
   int device_count() const noexcept override { return 1; }
   Result<void*> allocate(size_t nbytes, int index, StreamHandle stream) override;
@@ -32,7 +32,6 @@ class CpuDevice final : public DeviceInterface {
   std::atomic<size_t> limit_{0};
   std::atomic<size_t> in_use_{0};
   std::atomic<size_t> peak_{0};
-  bool poison_ = false;
 };
 
 }  // namespace kiln

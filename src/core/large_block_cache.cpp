@@ -1,9 +1,8 @@
-#include "devices/cpu/large_block_cache.h"
+#include "core/large_block_cache.h"
 
 #include <cstdlib>
-#include <string>
 
-#include "kiln/log.h"
+#include "core/settings.h"
 
 namespace kiln {
 
@@ -66,19 +65,8 @@ size_t LargeBlockCache::cached_bytes() const {
 }
 
 LargeBlockCache& LargeBlockCache::process() {
-  static LargeBlockCache* cache = [] {
-    size_t cap = kDefaultCapBytes;
-    if (const char* env = std::getenv("KILN_CPU_BLOCK_CACHE_BYTES"); env && *env) {
-      char* end = nullptr;
-      const unsigned long long v = std::strtoull(env, &end, 10);
-      if (end != env && *end == '\0')
-        cap = static_cast<size_t>(v);
-      else
-        KILN_LOG(Warning, std::string("KILN_CPU_BLOCK_CACHE_BYTES='") + env +
-                              "' is not a byte count; the CPU block cache keeps its default cap");
-    }
-    return new LargeBlockCache(cap);
-  }();
+  static LargeBlockCache* cache =
+      new LargeBlockCache(static_cast<size_t>(process_settings().get_int(SettingId::CpuBlockCacheBytes)));
   return *cache;
 }
 

@@ -1,17 +1,13 @@
-#include "devices/cpu/cpu_device.h"
+#include "core/cpu_device.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
-#include "devices/cpu/large_block_cache.h"
+#include "core/large_block_cache.h"
+#include "core/settings.h"
 
 namespace kiln {
-
-CpuDevice::CpuDevice() {
-  const char* poison = std::getenv("KILN_POISON_ALLOCATIONS");
-  poison_ = poison && *poison && *poison != '0';
-}
 
 CpuDevice& CpuDevice::instance() {
   static CpuDevice device;
@@ -47,10 +43,10 @@ Result<void*> CpuDevice::allocate(size_t nbytes, int /*index*/, StreamHandle /*s
   while (now > peak && !peak_.compare_exchange_weak(peak, now)) {
   }
   *static_cast<size_t*>(base) = rounded;
-  // Tests set KILN_POISON_ALLOCATIONS=1: every block handed out, reused ones
+  // Tests set poison_allocations: every block handed out, reused ones
   // included, is filled with 0xFF (NaN in every float format), so an output a
   // kernel forgot to write cannot pass a comparison by accident.
-  if (poison_) std::memset(static_cast<char*>(base) + kAlignment, 0xFF, rounded);
+  if (process_settings().get_bool(SettingId::PoisonAllocations)) std::memset(static_cast<char*>(base) + kAlignment, 0xFF, rounded);
   return static_cast<char*>(base) + kAlignment;
 }
 

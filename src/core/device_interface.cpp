@@ -1,19 +1,10 @@
-#include <array>
-#include <mutex>
+// The defaults of DeviceInterface's optional members.
+#include "core/device_interface.h"
+
 #include <string>
 #include <vector>
 
-#include "kiln/device_interface.h"
-
 namespace kiln {
-namespace {
-// Indexed by DeviceType code; c10 codes are small.
-constexpr size_t kMaxDeviceTypes = 32;
-std::array<DeviceInterface*, kMaxDeviceTypes>& registry() {
-  static std::array<DeviceInterface*, kMaxDeviceTypes> slots{};
-  return slots;
-}
-}  // namespace
 
 Error DeviceInterface::copy_strided(void*, const int64_t*, const void*, const int64_t*, const int64_t*, int64_t,
                                     size_t, int, StreamHandle) {
@@ -66,17 +57,5 @@ Error DeviceInterface::launch_graph(int, GraphHandle, StreamHandle) {
 }
 
 void DeviceInterface::destroy_graph(int, GraphHandle) noexcept {}
-
-void register_device_interface(DeviceInterface* device) {
-  auto code = static_cast<size_t>(device->type());
-  if (code < kMaxDeviceTypes) registry()[code] = device;
-}
-
-DeviceInterface* get_device_interface(DeviceType type) {
-  static std::once_flag once;
-  std::call_once(once, register_builtin_devices);
-  auto code = static_cast<size_t>(type);
-  return code < kMaxDeviceTypes ? registry()[code] : nullptr;
-}
 
 }  // namespace kiln

@@ -8,7 +8,7 @@
 // allocates the same sizes call after call, so exact-size reuse removes it.
 //
 // The cost is memory: up to the cap stays resident between calls (ResNet-50 at
-// batch 32: ~300 MB). KILN_CPU_BLOCK_CACHE_BYTES sets the cap (0: off).
+// batch 32: ~300 MB). Setting cpu_block_cache_bytes sets the cap (0: off).
 //
 // Ownership: the cache owns the blocks it holds (std::free on eviction);
 // blocks handed out by take() belong to the caller. Thread-safe.
@@ -24,7 +24,6 @@ namespace kiln {
 class LargeBlockCache {
  public:
   static constexpr size_t kMinBytes = size_t{1} << 20;
-  static constexpr size_t kDefaultCapBytes = size_t{1} << 30;
 
   explicit LargeBlockCache(size_t cap_bytes) : cap_(cap_bytes) {}
   ~LargeBlockCache();
@@ -43,8 +42,8 @@ class LargeBlockCache {
   size_t cached_bytes() const;
   size_t cap_bytes() const noexcept { return cap_; }
 
-  /// The process's cache for CpuDevice: cap from KILN_CPU_BLOCK_CACHE_BYTES,
-  /// else kDefaultCapBytes. Never destroyed (frees may come from static
+  /// The process's cache for CpuDevice, capped by setting
+  /// cpu_block_cache_bytes as it is at the first call. Never destroyed (frees may come from static
   /// destructors at exit); reachable, so leak checkers do not report it.
   static LargeBlockCache& process();
 
