@@ -77,7 +77,11 @@ def read_wav(path: Path) -> tuple[np.ndarray, int]:
 def speak(text: str, path: Path) -> None:
     if shutil.which("espeak-ng") is None:
         pytest.fail("espeak-ng is not installed (scripts/setup.sh installs it: apt-get install espeak-ng)")
-    subprocess.run(["espeak-ng", *ESPEAK_VOICE, "-w", str(path), text], check=True, capture_output=True, timeout=60)
+    # espeak-ng's audio library may make a PulseAudio client directory (pulse-*) in
+    # TMPDIR even when writing a file: keep it beside the WAV, in the test's own directory.
+    env = {**os.environ, "TMPDIR": str(path.parent)}
+    subprocess.run(["espeak-ng", *ESPEAK_VOICE, "-w", str(path), text], check=True, capture_output=True, timeout=60,
+                   env=env)
 
 
 def normalize(text: str) -> list[str]:
