@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         report["batches"][name] = result
         failures += [f"{name}: {p}" for p in problems(result)]
 
-    # The README's command as a person runs it (text output), for the README's GPU numbers.
+    # examples/embed/README.md's command as a person runs it (text output), for its GPU numbers.
     print(run_runner(args.runner, program, st_reference.SHORT_SENTENCES, 5, out, "readme", as_json=False), flush=True)
 
     text = table(report, reference)

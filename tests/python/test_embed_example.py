@@ -254,5 +254,5 @@ def test_gpu_script_runs_on_cpu_without_sentence_transformers(runner, exported, 
     assert report["batches"]["short"]["kiln_ms"] > 0 and report["batches"]["short"]["eager_ms"] > 0
     table = (out / "gpu_embed_table.txt").read_text()
     assert "cos vs ST" in table and "latency per batch" in table
-    # What a person would see for the README's command is in the log too.
+    # What a person would see for examples/embed/README.md's command is in the log too.
     assert "cosine similarity:" in proc.stdout
