@@ -868,9 +868,8 @@ def executorch_status() -> dict:
     if importlib.util.find_spec("executorch") is None:
         return {"available": False,
                 "reason": "executorch is not installed here. The PyPI wheel (executorch 1.5.1, 18.9 MB) is a "
-                          "'+cpu' build whose runtime has no CUDA backend, and it needs torchao, "
-                          "pytorch-tokenizers and more that the GPU machine lacks; no CUDA build is on PyPI and "
-                          "the GPU machine has no network. See docs/benchmarks.md."}
+                          "'+cpu' build whose runtime has no CUDA backend, and no CUDA build is on PyPI. "
+                          "See docs/benchmarks.md."}
     return {"available": False, "reason": "executorch is installed, but this harness does not drive its CUDA "
                                           "backend (no CUDA-enabled ExecuTorch runtime was available to test with)"}
 

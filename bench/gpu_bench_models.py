@@ -4,7 +4,7 @@ Every builder takes (dtype, device, tiny) and returns a BenchModel: the module i
 mode, the example inputs it is exported with, its dynamic shapes, and the points it
 is timed at (the first point is the headline row of the tables; the others make the
 latency-vs-batch / latency-vs-sequence plots). Weights are random (seeded): speed does
-not depend on their values, and the machine has no network to fetch real ones.
+not depend on their values.
 
   transformer_block  pre-LN block (d 1024, 16 heads, GELU MLP) over [1, seq, 1024];
                      seq is dynamic: 512 (headline), sweep 128..2048.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-# The goals of issue #4 item 1: (name, goal text, comparison, threshold).
+# The performance targets: (name, goal text, comparison, threshold).
 PER_CALL_GOAL = 1.00  # Kiln p50 / AOTI loader p50, every model
 GRAPHS_VS_LOADER_GOAL = 0.80  # Gemma3 decode, Kiln with CUDA graphs / loader
 GRAPHS_SPEEDUP_GOAL = 1.30  # Kiln without graphs / Kiln with graphs

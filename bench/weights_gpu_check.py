@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Weight loading against the link's pinned host->device bandwidth (issue #4
-target: >= 70 % of pinned H2D for a blob >= 1 GB), on one GPU.
+"""Weight loading against the link's pinned host->device bandwidth (target:
+>= 70 % of pinned H2D for a blob >= 1 GB), on one GPU.
 
 Exports a synthetic bf16 model (a residual stack of up/down Linear pairs of
 mixed widths, ~1.4 GB of weights in 200 constants, odd widths included so the

@@ -1,6 +1,6 @@
 # Sourced by the GPU scripts with the build directory as $1: finds the CUDA
 # runtime, cuBLASLt and cuDNN (the toolkit's and torch's nvidia wheels') for the
-# carried runtime, and points Kiln's Python wrapper at that build.
+# runtime in that build, and points Kiln's Python wrapper at that build.
 build_dir=$1
 libdirs="$build_dir"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib; do [[ -d $d ]] && libdirs+=":$d"; done

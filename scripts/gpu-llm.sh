@@ -10,7 +10,7 @@
 # --with-pytest also runs tests/python/test_llm_example.py with the program
 # exported for CUDA (one more export, about a minute). Runs from the repository
 # root with a CUDA build (-DKILN_WITH_CUDA=ON, examples on: the default)
-# carried along in KILN_BUILD_DIR (default build-cuda).
+# in KILN_BUILD_DIR (default build-cuda).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${KILN_BUILD_DIR:-build-cuda}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Stock PyTorch .pt2 packages on a GPU machine (H100, torch 2.11+cu130, no network), from the
+# Stock PyTorch .pt2 packages on a GPU machine (H100, torch 2.11+cu130), from the
 # repository root: compiles small CUDA models with torch._inductor.aoti_compile_and_package
 # (link_libtorch=False with weights in a blob / kernels embedded, weights in the library / kernels
 # as files, a float16 model with cuBLAS matmul fallbacks; torch's libtorch-linked default), runs

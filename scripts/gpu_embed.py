@@ -1,6 +1,6 @@
 """examples/embed on a GPU: exports all-MiniLM-L6-v2 for CUDA (fp32), runs the C++ runner
 kiln-embed on the GPU, checks every embedding against eager PyTorch on the GPU and against
-sentence-transformers' encode() (computed on a CPU, carried in examples/embed/st_reference.json),
+sentence-transformers' encode() (computed on a CPU, stored in examples/embed/st_reference.json),
 cosine >= 0.9999 per sentence, prints one table (with latency per batch, Kiln vs eager) and writes
 JSON + logs under --out. Run through scripts/gpu-embed.sh.
 
@@ -53,7 +53,7 @@ def export(work: Path, device: str, out: Path, timeout_s: float) -> tuple[Path, 
         with open(log_path, "a") as f:
             f.write(f"$ {' '.join(cmd)}\n")
             f.flush()
-            # A session of its own, so a timeout also ends Inductor's compile workers.
+            # A process group of its own, so a timeout also ends Inductor's compile workers.
             proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 rc = proc.wait(timeout=timeout_s)
@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
         report["batches"][name] = result
         failures += [f"{name}: {p}" for p in problems(result)]
 
-    # The README's command as a person runs it (text output), for the README's GPU numbers.
+    # examples/embed/README.md's command as a person runs it (text output), for its GPU numbers.
     print(run_runner(args.runner, program, st_reference.SHORT_SENTENCES, 5, out, "readme", as_json=False), flush=True)
 
     text = table(report, reference)

@@ -1,4 +1,4 @@
-"""Faults on the GPU with a real AOTInductor CUDA library (issue #5), one table:
+"""Faults on the GPU with a real AOTInductor CUDA library, one table:
 
   * 1000 load / execute / unload cycles: open descriptors, resident host memory
     and GPU memory in use (the driver's count, cudaMemGetInfo) stay flat;

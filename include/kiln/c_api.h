@@ -262,7 +262,7 @@ KILN_API kiln_status_t kiln_tensor_to_dlpack(const kiln_tensor_t* tensor, void**
 
 /** Wraps an unversioned DLManagedTensor (e.g. from kiln_tensor_to_dlpack) in a
  *  DLPack 1.x DLManagedTensorVersioned (version 1.0, flags 0: writable, not a
- *  copy; same DLTensor fields), what a "dltensor_versioned" capsule carries.
+ *  copy; same DLTensor fields), what a "dltensor_versioned" capsule holds.
  *  numpy >= 2 marks arrays imported from legacy capsules read-only.
  *  Ownership: on success the wrapper owns `dl_managed_tensor`; the consumer
  *  calls the wrapper's deleter exactly once, which runs the wrapped tensor's

@@ -12,7 +12,7 @@
 // A trusted-keys file holds any number of public key lines; blank lines and
 // lines starting with '#' are ignored.
 //
-// All functions are thread-safe. Errors carry a message naming what failed.
+// All functions are thread-safe. Errors come with a message naming what failed.
 #pragma once
 
 #include <array>
@@ -77,7 +77,7 @@ KILN_API Error sign_program_file(const std::string& path, const SecretKey& key,
                                  const std::vector<std::string>& data_files = {},
                                  const std::string& out_path = "");
 
-/// Checks that `program` carries a valid signature by one of `trusted` and
+/// Checks that `program` has a valid signature by one of `trusted` and
 /// that every named data entry matches its recorded SHA-256, i.e. that every
 /// byte the runtime will use was signed. IntegrityError naming the failure
 /// (not signed, signer not trusted, signature does not match the header, a

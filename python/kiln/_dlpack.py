@@ -106,7 +106,7 @@ _raw_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_
 
 
 def capsule_pointer(capsule: object, name: bytes) -> int:
-    """The pointer inside ``capsule`` if it carries ``name`` (raises ValueError otherwise)."""
+    """The pointer inside ``capsule`` if it has the name ``name`` (raises ValueError otherwise)."""
     if not _pythonapi.PyCapsule_IsValid(capsule, name):
         raise ValueError(f"expected a DLPack capsule named {name.decode()!r} (already consumed?)")
     return _pythonapi.PyCapsule_GetPointer(capsule, name)
@@ -127,7 +127,7 @@ def call_deleter(address: int) -> None:
 
 @_PyCapsule_Destructor
 def _unversioned_capsule_destructor(capsule_address):
-    # Only a capsule nobody consumed still carries the original name.
+    # Only a capsule nobody consumed still has the original name.
     if _raw_is_valid(capsule_address, CAPSULE_NAME):
         call_deleter(_raw_get_pointer(capsule_address, CAPSULE_NAME))
 

@@ -40,7 +40,7 @@
 //                        warning says why). Default false.
 //   cuda_graph_cache_size (int) graphs kept per method, least recently used
 //                        dropped first (default 8)
-//   weights      (string) "kiln": when the program carries a weights table,
+//   weights      (string) "kiln": when the program has a weights table,
 //                        Kiln places the weights (device_weights.h: bulk
 //                        overlapped upload on CUDA, views of the weights blob
 //                        on CPU, shared between the methods of a program);

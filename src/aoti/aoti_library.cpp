@@ -117,7 +117,7 @@ Result<void*> load_through_temp_file(std::span<const uint8_t> image, std::string
 }
 
 // Vectorised CPU kernels call SLEEF's math functions (Sleef_expf16_u10, ...),
-// which libtorch carries inside it. Kiln takes them from the system's SLEEF
+// which libtorch contains. Kiln takes them from the system's SLEEF
 // library, made global the first time a model needs it.
 constexpr const char* kSleefPrefix = "Sleef_";
 
@@ -233,7 +233,7 @@ Result<std::unique_ptr<AotiLibrary>> AotiLibrary::load(std::span<const uint8_t> 
 namespace {
 
 // A library linked with its own static copy of libstdc++ (AOTInductor's CUDA
-// libraries built by g++ 13 on Ubuntu 24.04 are) carries its own exception
+// libraries built by g++ 13 on Ubuntu 24.04 are) has its own exception
 // emergency pool: a static constructor mallocs it (72 KiB) at dlopen, and
 // libstdc++ frees it only through __gnu_cxx::__freeres, which nothing calls
 // for a library, so every load/unload cycle kept 72 KiB. Call the library's

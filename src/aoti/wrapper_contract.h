@@ -1,6 +1,6 @@
 // Reads a method's input contract from the C++ wrapper source AOTInductor
 // generates (`<hash>.wrapper.cpp`, which torch's .pt2 packages include next to
-// the compiled library). A .pt2 package carries no contract in any other form
+// the compiled library). A .pt2 package holds no contract in any other form
 // a C++ reader can use, and the library's entry points report only counts and
 // names, not dtypes or shapes.
 //
@@ -24,7 +24,7 @@
 // <buf> (after `auto <buf> = std::move(<other>);` renames) was allocated by
 // `aoti_torch_empty_strided(rank, sizes, strides, cached_torch_dtype_<d>, ...)`
 // or is a `reinterpret_tensor_wrapper` view of such a buffer; sizes are integer
-// literals (static) or size expressions (dynamic; an input's symbol carries
+// literals (static) or size expressions (dynamic; an input's symbol has
 // that input's bounds). Any other form leaves the output unknown.
 #pragma once
 

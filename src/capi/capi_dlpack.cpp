@@ -1,7 +1,7 @@
 // DLPack interchange: kiln_tensor_from_dlpack adopts a DLManagedTensor without
 // copying; kiln_tensor_to_dlpack exports a kiln tensor as one. Uses the
 // system's DLPack 0.6 header (unversioned DLManagedTensor), which is what the
-// legacy "dltensor" capsule protocol of numpy and PyTorch carries.
+// legacy "dltensor" capsule protocol of numpy and PyTorch passes.
 #include <dlpack/dlpack.h>
 
 #include <optional>

@@ -38,7 +38,7 @@ Error read_ahead_and_hash(const ChunkReader& read, std::span<uint8_t> out, Sha25
   uint64_t ready = 0;  // bytes read, in order
   bool failed = false;
   Error error = Error::Ok;
-  std::string message;  // error messages are per thread: carried back
+  std::string message;  // error messages are per thread: passed back
   auto read_all = [&] {
     for (uint64_t done = 0; done < out.size();) {
       const uint64_t n = std::min<uint64_t>(kChunk, out.size() - done);

@@ -283,7 +283,7 @@ Error ProgramFile::Impl::open_data_files(const fb::Program& root, const std::str
     const pf::DataHeader h = pf::decode_data_header(p);
     // No signature covers this header, so it must be exactly what the writer
     // of this program wrote: the program's own format version (which the
-    // signed program header carries), this version's header size and data
+    // signed program header holds), this version's header size and data
     // base. A changed size moves the end of the data, which the entries'
     // ranges and the padding check catch.
     if (h.version != header.version)

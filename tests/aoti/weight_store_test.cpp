@@ -488,7 +488,7 @@ TEST(WeightPlacement, DroppedUntakenJoinsAndFreesTheArena) {
 namespace {
 
 // Unchecked weights of a device method go from the program file straight to
-// the upload: the regions carry the reader and every byte placed is read
+// the upload: the regions hold the reader and every byte placed is read
 // once, with no host copy of the blob; a read that fails fails the placement.
 TEST(WeightStore, AReaderSourceIsReadByTheUploadItself) {
   CountingDevice dev(DeviceType::CUDA);

@@ -29,7 +29,7 @@ using testing_util::TempDir;
 
 // Runs `call` (returning an Error) on a thread and ends the test run if it is
 // not done in 10 s: a blocked thread cannot be joined. The error message is
-// thread-local, so it is carried back and recorded again on this thread.
+// thread-local, so it is passed back and recorded again on this thread.
 template <typename F>
 Error within_deadline(F call) {
   auto future = std::async(std::launch::async, [&] {

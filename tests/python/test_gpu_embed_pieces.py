@@ -1,15 +1,11 @@
-"""Pieces of the GPU embedding check that run anywhere: scripts/gpu_embed.py's comparison,
-examples/embed/export_minilm.py's check of the model package's sentence-transformers pipeline,
-and scripts/carried-wheel.sh (joining a wheel carried in parts, checking it, installing it)."""
+"""Pieces of the GPU embedding check that run anywhere: scripts/gpu_embed.py's comparison and
+examples/embed/export_minilm.py's check of the model package's sentence-transformers pipeline."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
-import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -125,57 +121,3 @@ def test_check_pipeline_names_a_missing_file(package_copy):
     (package_copy / "1_Pooling" / "config.json").unlink()
     with pytest.raises(FileNotFoundError, match="1_Pooling/config.json"):
         export_minilm.check_pipeline(package_copy)
-
-
-def _tiny_wheel(directory: Path) -> Path:
-    """A minimal valid wheel of a package `kiln_carry_probe` (module with VALUE = 42)."""
-    name = "kiln_carry_probe-1.0-py3-none-any.whl"
-    files = {
-        "kiln_carry_probe/__init__.py": "VALUE = 42\n" + "# padding\n" * 400,
-        "kiln_carry_probe-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: kiln-carry-probe\nVersion: 1.0\n",
-        "kiln_carry_probe-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = [f"{path},," for path in files] + ["kiln_carry_probe-1.0.dist-info/RECORD,,"]
-    path = directory / name
-    with zipfile.ZipFile(path, "w") as z:
-        for p, text in files.items():
-            z.writestr(p, text)
-        z.writestr("kiln_carry_probe-1.0.dist-info/RECORD", "\n".join(record) + "\n")
-    return path
-
-
-def _install(tmp_path: Path, sha: str) -> subprocess.CompletedProcess:
-    script = (f"set -euo pipefail; source {REPO}/scripts/carried-wheel.sh; "
-              f"install_carried_wheel probe kiln_carry_probe kiln_carry_probe-1.0-py3-none-any.whl {sha} "
-              f"{tmp_path}/carry {tmp_path}/stage {tmp_path}/site; "
-              "python3 -c 'import kiln_carry_probe as p; print(p.VALUE)'")
-    return subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=120)
-
-
-def test_carried_wheel_joins_parts_from_two_calls_and_checks_the_hash(tmp_path):
-    wheel = _tiny_wheel(tmp_path)
-    sha = hashlib.sha256(wheel.read_bytes()).hexdigest()
-    (tmp_path / "carry").mkdir()
-    subprocess.run(["split", "-b", "700", str(wheel), str(tmp_path / "carry" / "part-")], check=True)
-    parts = sorted((tmp_path / "carry").iterdir())
-    assert len(parts) >= 2
-    # "First call": only the first part, staged; installing must fail naming the hash.
-    for extra in parts[1:]:
-        extra.rename(tmp_path / extra.name)
-    shutil.copytree(tmp_path / "carry", tmp_path / "stage")
-    shutil.rmtree(tmp_path / "carry")
-    (tmp_path / "carry").mkdir()
-    failed = _install(tmp_path, sha)
-    assert failed.returncode == 2 and "sha256" in failed.stderr and "part-aa" in failed.stderr, failed.stderr
-    # "Second call": the other parts carried; joined with the staged one, checked and installed.
-    for extra in parts[1:]:
-        (tmp_path / extra.name).rename(tmp_path / "carry" / extra.name)
-    done = _install(tmp_path, sha)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "42"
-
-
-def test_carried_wheel_says_when_nothing_was_carried(tmp_path):
-    (tmp_path / "carry").mkdir()
-    proc = _install(tmp_path, "0" * 64)
-    assert proc.returncode == 2 and "no wheel or parts" in proc.stderr, proc.stderr

@@ -35,7 +35,7 @@ def flat_outputs(result) -> list[torch.Tensor]:
 
 @pytest.fixture(scope="session")
 def exported(tmp_path_factory):
-    """name -> path of the saved program; compiled once per session, or once per
+    """name -> path of the saved program; compiled once per test run, or once per
     $KILN_PARITY_PROGRAM_DIR (scripts/test.sh shares one between this run and the
     sanitizer run of scripts/sanitize.sh, which would otherwise export again)."""
     shared = os.environ.get("KILN_PARITY_PROGRAM_DIR")

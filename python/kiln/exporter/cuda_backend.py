@@ -1,6 +1,6 @@
 """CudaBackend: AOTInductor for NVIDIA GPUs.
 
-Verified on H100/H200 with torch 2.11 + CUDA 13 through scripts/gpu-suite (exporting
+Verified on H100/H200 with torch 2.11 + CUDA 13 through scripts/gpu_test.sh (exporting
 needs a GPU: Triton compiles and autotunes for the local one).
 
 Compile specs (all optional; fuse_projections, common to every backend and on by default
@@ -41,11 +41,11 @@ __all__ = ["CudaBackend"]
 class CudaBackend(AotiBackend):
     DEVICE = "cuda"
     #: Fewer, larger GEMVs per decode step (projection_fusion.py): Gemma3 decode 8-10 % faster
-    #: on an H100 (docs/benchmarks.md, sixth session).
+    #: on an H100 (CHANGELOG.md).
     FUSE_PROJECTIONS = True
     #: Default of compile spec combo_kernels (Inductor's horizontal fusion: independent
     #: small kernels launch as one). Gemma3 decode on an H100: 133 -> 93 Triton kernels,
-    #: 3.5 % faster with CUDA graphs and 5-9 % without (docs/benchmarks.md, eighth session).
+    #: 3.5 % faster with CUDA graphs and 5-9 % without (CHANGELOG.md).
     COMBO_KERNELS = True
     #: The CUDA rms_norm_linear is the GEMV kernel with an RMSNorm prologue (decode steps).
     NORM_LINEAR_MAX_ROWS = 4
@@ -110,7 +110,7 @@ class CudaBackend(AotiBackend):
         import torch
         from torch.export.passes import move_to_device_pass
 
-        # With an index: graphs from models that call .to(device) carry
+        # With an index: graphs from models that call .to(device) hold
         # _assert_tensor_metadata(device=cuda:0) nodes, which a bare "cuda" fails.
         return move_to_device_pass(ep, f"cuda:{torch.cuda.current_device()}")
 

@@ -241,7 +241,7 @@ def _view_root(value: Any) -> torch.fx.Node | None:
 
 
 def program_metadata(extra: dict[str, Any] | None = None) -> dict[str, str]:
-    """Metadata every exported program carries; ``extra`` (the caller's) wins on conflicts."""
+    """Metadata every exported program holds; ``extra`` (the caller's) wins on conflicts."""
     meta = {
         "kiln_exporter_version": EXPORTER_VERSION,
         "torch_version": torch.__version__,

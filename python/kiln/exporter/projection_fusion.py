@@ -68,7 +68,7 @@ def _fused_name(fqns: list[str], suffix: str) -> str:
 
 
 def _param_of(node, params: dict[str, str]) -> str | None:
-    """The parameter FQN a placeholder node carries, if it is one used by one node only."""
+    """The parameter FQN a placeholder node stands for, if it is one used by one node only."""
     if node is None or node.op != "placeholder" or node.name not in params or len(node.users) != 1:
         return None
     return params[node.name]

@@ -83,7 +83,7 @@ inline Result<Device> device_arg(int32_t type, int32_t index) {
       type != static_cast<int32_t>(DeviceType::MPS))
     return invalid("unsupported device type code " + std::to_string(type));
   if (index < -1) return invalid("invalid device index " + std::to_string(index));
-  // c10 uses -1 for "the current device"; Kiln's tensors carry a concrete index.
+  // c10 uses -1 for "the current device"; Kiln's tensors hold a concrete index.
   return Device{static_cast<DeviceType>(type), type == 0 ? 0 : (index < 0 ? 0 : index)};
 }
 

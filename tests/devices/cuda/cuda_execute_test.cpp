@@ -28,8 +28,8 @@ using kiln::Module;
 using kiln::Tensor;
 
 // The programs are packed beside this executable at build time. Found through
-// /proc/self/exe rather than a compiled-in path, because the build directory is
-// carried to the GPU machine and lands under another root there.
+// /proc/self/exe rather than a compiled-in path, so the build directory may be
+// moved or copied to another machine under another root.
 std::string program_dir() {
   std::error_code ec;
   const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);

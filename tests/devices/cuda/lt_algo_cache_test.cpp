@@ -47,7 +47,7 @@ TEST(LtAlgoCache, EmptiesWhenFull) {
 }
 
 TEST(LtAlgoCache, ConcurrentInsertsAndLookupsAgree) {
-  // Values are a function of the key, so any hit must carry exactly it.
+  // Values are a function of the key, so any hit must hold exactly it.
   LtAlgoCache<int64_t> cache(64);
   std::vector<std::thread> threads;
   for (int t = 0; t < 8; ++t) {

@@ -1,7 +1,7 @@
 // The BLAS library behind the CPU matrix ops, opened on first use.
 //
 // OpenBLAS linked statically would add ~25 MB to libkiln.so (its archive
-// carries kernels for every x86 generation), and linked dynamically it would
+// holds kernels for every x86 generation), and linked dynamically it would
 // make libkiln unloadable on machines without it even for models that never
 // call a CPU fallback op. So it is dlopen'ed the first time a GEMM runs:
 // $KILN_BLAS_LIBRARY if set, else libopenblas.so.0, else libblas.so.3 (any
