@@ -34,8 +34,8 @@
 #include <string>
 #include <vector>
 
-#include "aoti/shim/shim_abi.h"
-#include "devices/cuda/cuda_shim_abi.h"
+#include "shims/common/shim_abi.h"
+#include "shims/cuda/cuda_shims.h"
 #include "kiln/cuda.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"

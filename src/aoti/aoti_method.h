@@ -30,10 +30,10 @@
 #include "aoti/aoti_library.h"
 #include "aoti/device_weights.h"
 #include "aoti/entry_points.h"
-#include "aoti/memory_budget.h"
+#include "shims/common/memory_budget.h"
 #include "aoti/graph_replay.h"
 #include "aoti/kernel_directory.h"
-#include "aoti/openmp_threads.h"
+#include "devices/cpu/openmp_threads.h"
 #include "aoti/weight_placement.h"
 #include "kiln/device.h"
 #include "core/device_interface.h"
@@ -182,7 +182,7 @@ class AotiMethod final : public MethodExecutor {
   // resets it first, explicitly).
   std::unique_ptr<GraphReplay> graphs_;
   std::mutex graph_mutex_;  // serialises execute() when graphs_ is set
-  OpenmpThreads openmp_;
+  cpu::OpenmpThreads openmp_;
   int num_threads_ = 1;
 };
 

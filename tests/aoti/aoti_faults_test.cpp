@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "aoti/aoti_backend.h"
-#include "aoti/memory_budget.h"
+#include "shims/common/memory_budget.h"
 #include "core/cpu_device.h"
 #include "core/settings.h"
 #include "fake_program.h"

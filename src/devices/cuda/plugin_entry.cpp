@@ -5,10 +5,10 @@
 
 #include <string>
 
-#include "devices/cuda/cuda_check.h"
-#include "devices/cuda/cuda_device.h"
-#include "devices/cuda/cuda_plugin_api.h"
-#include "devices/cuda/cuda_thread_state.h"
+#include "devices/cuda/device/cuda_check.h"
+#include "devices/cuda/device/cuda_device.h"
+#include "devices/cuda/loader/cuda_plugin_api.h"
+#include "devices/cuda/device/cuda_thread_state.h"
 #include "core/device_interface.h"
 #include "kiln/log.h"
 
