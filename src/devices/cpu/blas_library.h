@@ -3,9 +3,9 @@
 // OpenBLAS linked statically would add ~25 MB to libkiln.so (its archive
 // holds kernels for every x86 generation), and linked dynamically it would
 // make libkiln unloadable on machines without it even for models that never
-// call a CPU fallback op. So it is dlopen'ed the first time a GEMM runs:
-// $KILN_BLAS_LIBRARY if set, else libopenblas.so.0, else libblas.so.3 (any
-// CBLAS-providing build). Thread-safe.
+// call a CPU fallback op. So it is dlopen'ed the first time a GEMM runs
+// (core/lazy_library.h): setting blas_library if set, else libopenblas.so.0,
+// else libblas.so.3 (any CBLAS-providing build). Thread-safe.
 #pragma once
 
 #include <cblas.h>

@@ -242,7 +242,7 @@ Error convolution(const TensorRef& input, const TensorRef& weight, const TensorR
   std::vector<int64_t> x_real_strides = input.strides;
   const bool one_d = rank == 3;
   if (one_d) {
-    x_strides = contiguous_strides_of(x_sizes);
+    x_strides = contiguous_strides(x_sizes);
     x_sizes.insert(x_sizes.begin() + 2, 1);
     x_strides.insert(x_strides.begin() + 2, x_sizes[3] * x_strides[3]);
     x_real_strides.insert(x_real_strides.begin() + 2, x_sizes[3] * x_real_strides[2]);

@@ -228,7 +228,7 @@ Error lt_matmul(DType dtype, int device, cudaStream_t stream, int64_t batch, con
 Error prepare_operand(const TensorRef& t, Mat& m, LtOperand& o, DeviceBuffer& holder, cudaStream_t stream,
                       bool logical_transpose) {
   if (as_operand(m, &o)) return Error::Ok;
-  const auto strides = contiguous_strides_of(t.sizes);
+  const auto strides = contiguous_strides(t.sizes);
   KILN_ASSIGN_OR_RETURN(holder, copy_to_layout(t, strides, stream));
   // Rebuild the view over the contiguous copy: last two dims are (rows, cols) of t.
   const size_t n = t.sizes.size();
@@ -323,7 +323,7 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
   DeviceBuffer temp_out;
   Mat md = mc;
   if (layout == OutLayout::Temporary) {
-    const auto strides = contiguous_strides_of(out.sizes);
+    const auto strides = contiguous_strides(out.sizes);
     if (beta != 0.0f) {
       KILN_ASSIGN_OR_RETURN(temp_out, copy_to_layout(out, strides, stream));
     } else {
@@ -361,7 +361,7 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
   }
   KILN_RETURN_IF_ERROR(err);
   if (temp_out.get() != nullptr) {
-    const auto strides = contiguous_strides_of(out.sizes);
+    const auto strides = contiguous_strides(out.sizes);
     KILN_RETURN_IF_ERROR(launch_strided_copy(out.data, out.strides.data(), temp_out.get(), strides.data(),
                                              out.sizes.data(), out.dim(), out.element_bytes(), stream));
   }

@@ -38,14 +38,14 @@ Error rms_norm_linear(const TensorRef& x, const TensorRef& g, const TensorRef& w
     return set_error(Error::InvalidArgument, "rms_norm_linear: x, norm_weight and weight are on different GPUs");
   const int64_t rows = k == 0 ? 0 : x.numel() / k;
   // x's rows must be contiguous and evenly spaced (a plain [..., K] tensor).
-  const std::vector<int64_t> dense = contiguous_strides_of(x.sizes);
+  const std::vector<int64_t> dense = contiguous_strides(x.sizes);
   if (x.strides != dense || g.strides[0] != 1)
     return set_error(Error::NotSupported, "rms_norm_linear: x " + x.describe() + " or norm_weight " + g.describe() +
                                               " is not contiguous");
 
   std::vector<int64_t> out_sizes = x.sizes;
   out_sizes.back() = n;
-  KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_tensor(out_sizes, contiguous_strides_of(out_sizes), x.dtype,
+  KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_tensor(out_sizes, contiguous_strides(out_sizes), x.dtype,
                                                     static_cast<int32_t>(DeviceType::CUDA), x.device_index));
   KILN_ASSIGN_OR_RETURN(TensorRef y, read_tensor(out.get(), "result"));
   if (rows > 0 && n > 0) {

@@ -172,7 +172,7 @@ Error run_sdpa(const Sdpa& s, bool causal, const TensorRef& out, float* lse, con
 
 // A zero-filled CPU tensor (the philox seed/offset outputs).
 Result<OwnedHandle> zero_cpu_tensor(std::vector<int64_t> sizes, DType dtype) {
-  const auto strides = contiguous_strides_of(sizes);
+  const auto strides = contiguous_strides(sizes);
   KILN_ASSIGN_OR_RETURN(OwnedHandle h, new_tensor(sizes, strides, dtype, kCpu, 0));
   void* data = nullptr;
   if (aoti_torch_get_data_ptr(h.get(), &data) != 0) return set_error(Error::Internal, "reading a CPU tensor's data");
@@ -209,7 +209,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attent
     const std::vector<int64_t> out_shape = {s.B, s.Hq, s.L, s.Ev};
     KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_cuda(out_shape, like_query(s.q, out_shape), s.q.dtype, dev));
     const std::vector<int64_t> lse_shape = {s.B, s.Hq, s.L};
-    const auto lse_strides = contiguous_strides_of(lse_shape);
+    const auto lse_strides = contiguous_strides(lse_shape);
     KILN_ASSIGN_OR_RETURN(OwnedHandle lse, new_cuda(lse_shape, lse_strides, DType::Float32, dev));
     KILN_ASSIGN_OR_RETURN(TensorRef out_ref, read_tensor(out.get(), "output"));
     KILN_ASSIGN_OR_RETURN(TensorRef lse_ref, read_tensor(lse.get(), "logsumexp"));
@@ -249,7 +249,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_at
     // logsumexp rows are padded to a multiple of 32 (empty without compute_log_sumexp).
     const int64_t lse_len = compute_log_sumexp ? (s.L + 31) / 32 * 32 : 0;
     const std::vector<int64_t> lse_shape = {s.B, s.Hq, lse_len};
-    const auto lse_strides = contiguous_strides_of(lse_shape);
+    const auto lse_strides = contiguous_strides(lse_shape);
     KILN_ASSIGN_OR_RETURN(OwnedHandle lse, new_cuda(lse_shape, lse_strides, DType::Float32, dev));
     KILN_ASSIGN_OR_RETURN(TensorRef out_ref, read_tensor(out.get(), "output"));
     float* lse_ptr = nullptr;
@@ -289,7 +289,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attent
     KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_cuda(out_shape, like_query(s.q, out_shape), s.q.dtype, dev));
     // ATen's meta allocates logsumexp [B, H, L, 1] whether or not it is asked for.
     const std::vector<int64_t> lse_shape = {s.B, s.Hq, s.L, 1};
-    const auto lse_full_strides = contiguous_strides_of(lse_shape);
+    const auto lse_full_strides = contiguous_strides(lse_shape);
     KILN_ASSIGN_OR_RETURN(OwnedHandle lse, new_cuda(lse_shape, lse_full_strides, DType::Float32, dev));
     KILN_ASSIGN_OR_RETURN(TensorRef out_ref, read_tensor(out.get(), "output"));
     KILN_ASSIGN_OR_RETURN(TensorRef lse_ref, read_tensor(lse.get(), "logsumexp"));

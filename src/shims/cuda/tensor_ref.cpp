@@ -60,16 +60,6 @@ Result<TensorRef> read_tensor(AtenTensorHandle handle, const char* name, bool re
   return t;
 }
 
-std::vector<int64_t> contiguous_strides_of(std::span<const int64_t> sizes) {
-  std::vector<int64_t> strides(sizes.size());
-  int64_t stride = 1;
-  for (size_t i = sizes.size(); i-- > 0;) {
-    strides[i] = stride;
-    stride *= sizes[i] > 1 ? sizes[i] : 1;
-  }
-  return strides;
-}
-
 void OwnedHandle::reset() noexcept {
   if (handle_ != nullptr) (void)aoti_torch_delete_tensor_object(handle_);
   handle_ = nullptr;

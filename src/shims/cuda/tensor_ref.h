@@ -16,6 +16,7 @@
 #include "shims/common/shim_abi.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "kiln/tensor.h"  // contiguous_strides
 
 namespace kiln::cudadev {
 
@@ -39,9 +40,6 @@ struct TensorRef {
 /// Reads `handle` (argument `name` of `op`, for messages); fails on a null or
 /// undefined tensor and, with `require_cuda`, on a non-CUDA one.
 Result<TensorRef> read_tensor(AtenTensorHandle handle, const char* name, bool require_cuda = true);
-
-/// Row-major contiguous strides.
-std::vector<int64_t> contiguous_strides_of(std::span<const int64_t> sizes);
 
 /// Owns a tensor handle created here until released to the caller.
 class OwnedHandle {

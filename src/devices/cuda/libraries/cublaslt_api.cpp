@@ -1,10 +1,8 @@
 #include "devices/cuda/libraries/cublaslt_api.h"
 
-#include <mutex>
 #include <string>
-#include <unordered_map>
 
-#include "devices/cuda/libraries/lazy_library.h"
+#include "core/lazy_library.h"
 
 namespace kiln::cudadev {
 namespace {
@@ -34,29 +32,11 @@ Error load(CublasLtApi& api) {
 
 }  // namespace
 
-Result<const CublasLtApi*> cublaslt() {
-  static std::once_flag once;
-  static CublasLtApi api;
-  static Error status = Error::Ok;
-  static std::string message;
-  std::call_once(once, [] {
-    status = load(api);
-    if (status != Error::Ok) message = last_error_message();
-  });
-  if (status != Error::Ok) return set_error(status, message);
-  return &api;
-}
+Result<const CublasLtApi*> cublaslt() { return load_table_once<CublasLtApi>(load); }
 
 Result<cublasLtHandle_t> cublaslt_handle(const CublasLtApi& api, int device) {
-  // One handle per thread and device: never shared between threads, and
-  // deliberately not destroyed at thread exit (the CUDA context may be gone).
-  thread_local std::unordered_map<int, cublasLtHandle_t> handles;
-  auto it = handles.find(device);
-  if (it != handles.end()) return it->second;
-  cublasLtHandle_t h = nullptr;
-  KILN_RETURN_IF_ERROR(cublas_status(api, api.create(&h), "cublasLtCreate"));
-  handles.emplace(device, h);
-  return h;
+  return thread_handle<cublasLtHandle_t>(
+      device, [&](cublasLtHandle_t* h) { return cublas_status(api, api.create(h), "cublasLtCreate"); });
 }
 
 Error cublas_status(const CublasLtApi& api, cublasStatus_t status, const char* what) {

@@ -1,10 +1,8 @@
 #include "devices/cuda/libraries/cudnn_api.h"
 
-#include <mutex>
 #include <string>
-#include <unordered_map>
 
-#include "devices/cuda/libraries/lazy_library.h"
+#include "core/lazy_library.h"
 
 namespace kiln::cudadev {
 namespace {
@@ -46,28 +44,11 @@ Error load(CudnnApi& api) {
 
 }  // namespace
 
-Result<const CudnnApi*> cudnn() {
-  static std::once_flag once;
-  static CudnnApi api;
-  static Error status = Error::Ok;
-  static std::string message;
-  std::call_once(once, [] {
-    status = load(api);
-    if (status != Error::Ok) message = last_error_message();
-  });
-  if (status != Error::Ok) return set_error(status, message);
-  return &api;
-}
+Result<const CudnnApi*> cudnn() { return load_table_once<CudnnApi>(load); }
 
 Result<cudnnHandle_t> cudnn_handle(const CudnnApi& api, int device) {
-  // Per thread and device; not destroyed at thread exit (see cublaslt_handle).
-  thread_local std::unordered_map<int, cudnnHandle_t> handles;
-  auto it = handles.find(device);
-  if (it != handles.end()) return it->second;
-  cudnnHandle_t h = nullptr;
-  KILN_RETURN_IF_ERROR(cudnn_status(api, api.create(&h), "cudnnCreate"));
-  handles.emplace(device, h);
-  return h;
+  return thread_handle<cudnnHandle_t>(device,
+                                      [&](cudnnHandle_t* h) { return cudnn_status(api, api.create(h), "cudnnCreate"); });
 }
 
 Error cudnn_status(const CudnnApi& api, cudnnStatus_t status, const char* what) {
