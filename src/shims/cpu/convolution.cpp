@@ -21,10 +21,13 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "shims/cpu/cpu_shims.h"
+#include "shims/common/convolution_args.h"
 #include "devices/cpu/conv_geometry.h"
 #include "devices/cpu/depthwise_conv.h"
 #include "devices/cpu/float_io.h"
@@ -41,25 +44,6 @@ namespace {
 using namespace kiln::cpu::conv;
 
 // Expands a per-dimension parameter: one value for all dims, or one per dim.
-Error expand_param(const int64_t* p, int64_t len, const char* name, int spatial, int64_t fill,
-                   std::array<int64_t, 3>& dst) {
-  KILN_ASSIGN_OR_RETURN(auto v, int_array_arg(p, len, name));
-  const int lead = kMaxSpatial - spatial;
-  for (int i = 0; i < spatial; ++i) {
-    if (v.size() == 1) {
-      dst[lead + i] = v[0];
-    } else if (v.size() == static_cast<size_t>(spatial)) {
-      dst[lead + i] = v[i];
-    } else if (v.empty()) {
-      dst[lead + i] = fill;
-    } else {
-      return invalid(std::string(name) + " has " + std::to_string(v.size()) + " values for " +
-                     std::to_string(spatial) + " spatial dims");
-    }
-  }
-  return Error::Ok;
-}
-
 // Whether ATen would call `t`'s memory format channels-last (NHWC / NDHWC),
 // which decides the output's format. ATen infers it from the strides alone:
 // walking channels, then the spatial dims innermost first, then the batch,
@@ -99,66 +83,29 @@ Result<ConvShape> check_shape(const Tensor& x, const Tensor& w, const Tensor* bi
                               int64_t stride_len, const int64_t* padding, int64_t padding_len,
                               const int64_t* dilation, int64_t dilation_len, bool transposed,
                               const int64_t* output_padding, int64_t output_padding_len, int64_t groups) {
+  std::optional<std::span<const int64_t>> bias_sizes;
+  if (bias) bias_sizes = bias->sizes();
+  KILN_ASSIGN_OR_RETURN(ConvolutionArgs a,
+                        convolution_args(x.sizes(), w.sizes(), bias_sizes, stride, stride_len, padding, padding_len,
+                                         dilation, dilation_len, transposed, output_padding, output_padding_len,
+                                         groups));
   ConvShape s;
-  if (x.dim() < 3 || x.dim() > 5)
-    return invalid("input must be 3-d, 4-d or 5-d (batched), got " + x.describe());
-  if (w.dim() != x.dim()) return invalid("weight " + w.describe() + " does not match input " + x.describe());
-  if (groups < 1) return invalid("groups must be positive, got " + std::to_string(groups));
-  s.spatial = static_cast<int>(x.dim() - 2);
-  s.transposed = transposed;
-  s.groups = groups;
-  s.n = x.size(0);
-  s.cin = x.size(1);
+  s.spatial = a.spatial;
+  s.transposed = a.transposed;
+  s.groups = a.groups;
+  s.n = a.batch;
+  s.cin = a.in_channels;
+  s.cout = a.out_channels;
   const int lead = kMaxSpatial - s.spatial;
   for (int i = 0; i < s.spatial; ++i) {
     s.in[lead + i] = x.size(2 + i);
     s.k[lead + i] = w.size(2 + i);
+    s.stride[lead + i] = a.stride[i];
+    s.pad[lead + i] = a.padding[i];
+    s.dil[lead + i] = a.dilation[i];
+    s.opad[lead + i] = a.output_padding[i];
+    s.out[lead + i] = a.output_sizes[2 + i];
   }
-  KILN_RETURN_IF_ERROR(expand_param(stride, stride_len, "stride", s.spatial, 1, s.stride));
-  KILN_RETURN_IF_ERROR(expand_param(padding, padding_len, "padding", s.spatial, 0, s.pad));
-  KILN_RETURN_IF_ERROR(expand_param(dilation, dilation_len, "dilation", s.spatial, 1, s.dil));
-  if (transposed)
-    KILN_RETURN_IF_ERROR(
-        expand_param(output_padding, output_padding_len, "output_padding", s.spatial, 0, s.opad));
-  for (int i = lead; i < kMaxSpatial; ++i) {
-    if (s.stride[i] < 1) return invalid("stride must be positive, got " + std::to_string(s.stride[i]));
-    if (s.dil[i] < 1) return invalid("dilation must be positive, got " + std::to_string(s.dil[i]));
-    if (s.pad[i] < 0) return invalid("padding must be non-negative, got " + std::to_string(s.pad[i]));
-    if (s.opad[i] < 0 || (s.opad[i] > 0 && s.opad[i] >= std::max(s.stride[i], s.dil[i])))
-      return invalid("output_padding " + std::to_string(s.opad[i]) +
-                     " must be smaller than stride or dilation");
-  }
-  if (s.cin % groups != 0)
-    return invalid("groups " + std::to_string(groups) + " does not divide input channels " +
-                   std::to_string(s.cin));
-  if (!transposed) {
-    if (w.size(1) * groups != s.cin)
-      return invalid("weight " + shape_string(w.sizes()) + " expects " + std::to_string(w.size(1) * groups) +
-                     " input channels with groups " + std::to_string(groups) + ", input has " +
-                     std::to_string(s.cin));
-    s.cout = w.size(0);
-    if (s.cout % groups != 0)
-      return invalid("groups " + std::to_string(groups) + " does not divide output channels " +
-                     std::to_string(s.cout));
-  } else {
-    if (w.size(0) != s.cin)
-      return invalid("transposed weight " + shape_string(w.sizes()) + " expects " +
-                     std::to_string(w.size(0)) + " input channels, input has " + std::to_string(s.cin));
-    s.cout = w.size(1) * groups;
-  }
-  for (int i = lead; i < kMaxSpatial; ++i) {
-    const int64_t span = s.dil[i] * (s.k[i] - 1) + 1;
-    s.out[i] = transposed ? (s.in[i] - 1) * s.stride[i] - 2 * s.pad[i] + span + s.opad[i]
-                          : (s.in[i] + 2 * s.pad[i] - span) / s.stride[i] + 1;
-    if (!transposed && s.in[i] + 2 * s.pad[i] < span)
-      return invalid("kernel extent " + std::to_string(span) + " exceeds padded input size " +
-                     std::to_string(s.in[i] + 2 * s.pad[i]));
-    if (s.out[i] <= 0)
-      return invalid("computed output size " + std::to_string(s.out[i]) + " is not positive");
-  }
-  if (bias && (bias->dim() != 1 || bias->size(0) != s.cout))
-    return invalid("bias " + bias->describe() + " does not match " + std::to_string(s.cout) +
-                   " output channels");
   return s;
 }
 

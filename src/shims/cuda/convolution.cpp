@@ -14,12 +14,15 @@
 #include <array>
 #include <climits>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "shims/common/shim_util.h"
 #include "devices/cuda/device/cuda_settings.h"
+#include "shims/common/convolution_args.h"
 #include "shims/cuda/cuda_shims.h"
 #include "devices/cuda/device/cuda_thread_state.h"
 #include "devices/cuda/libraries/cudnn_api.h"
@@ -80,18 +83,14 @@ Result<cudnnDataType_t> cudnn_type(DType d) {
 }
 
 // Expands a per-dimension parameter given with one value or `n` values.
-Result<std::vector<int>> expand_param(const int64_t* p, int64_t len, size_t n, const char* name, int64_t fallback) {
-  std::vector<int> out(n, static_cast<int>(fallback));
-  if (len == 0) return out;
-  if (p == nullptr) return set_error(Error::InvalidArgument, std::string("argument '") + name + "' is null");
-  if (len != 1 && static_cast<size_t>(len) != n)
-    return set_error(Error::InvalidArgument, std::string("argument '") + name + "' has " + std::to_string(len) +
-                                                 " values for " + std::to_string(n) + " spatial dimensions");
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t v = p[len == 1 ? 0 : i];
-    if (v < 0 || v > INT_MAX)
-      return set_error(Error::InvalidArgument, std::string("argument '") + name + "' has invalid value " + std::to_string(v));
-    out[i] = static_cast<int>(v);
+// cuDNN takes convolution parameters as int.
+Result<std::vector<int>> as_ints(const std::vector<int64_t>& values, const char* name) {
+  std::vector<int> out;
+  for (int64_t v : values) {
+    if (v > INT_MAX)
+      return set_error(Error::InvalidArgument, std::string("argument '") + name + "' value " + std::to_string(v) +
+                                                   " is too large for cuDNN");
+    out.push_back(static_cast<int>(v));
   }
   return out;
 }
@@ -177,61 +176,26 @@ Error convolution(const TensorRef& input, const TensorRef& weight, const TensorR
                   int64_t stride_len, const int64_t* padding, int64_t padding_len, const int64_t* dilation,
                   int64_t dilation_len, bool transposed, const int64_t* output_padding, int64_t output_padding_len,
                   int64_t groups, AtenTensorHandle* ret0) {
-  const size_t rank = input.sizes.size();
-  if (rank < 3 || rank > 5 || weight.sizes.size() != rank)
-    return set_error(Error::InvalidArgument, "expected batched 1-3-d convolution, got input " + input.describe() +
-                                                 " and weight " + weight.describe());
   if (weight.dtype != input.dtype || (bias && bias->dtype != input.dtype))
     return set_error(Error::InvalidArgument, "input, weight and bias must share a dtype (input " +
                                                  std::string(dtype_name(input.dtype)) + ", weight " +
                                                  dtype_name(weight.dtype) + ")");
   if (weight.device_index != input.device_index || (bias && bias->device_index != input.device_index))
     return set_error(Error::InvalidArgument, "input, weight and bias must be on the same CUDA device");
+  std::optional<std::span<const int64_t>> bias_sizes;
+  if (bias) bias_sizes = bias->sizes;
+  KILN_ASSIGN_OR_RETURN(ConvolutionArgs args,
+                        convolution_args(input.sizes, weight.sizes, bias_sizes, stride, stride_len, padding,
+                                         padding_len, dilation, dilation_len, transposed, output_padding,
+                                         output_padding_len, groups));
   KILN_ASSIGN_OR_RETURN(cudnnDataType_t type, cudnn_type(input.dtype));
-  const size_t nsp = rank - 2;
-  KILN_ASSIGN_OR_RETURN(std::vector<int> st, expand_param(stride, stride_len, nsp, "stride", 1));
-  KILN_ASSIGN_OR_RETURN(std::vector<int> pad, expand_param(padding, padding_len, nsp, "padding", 0));
-  KILN_ASSIGN_OR_RETURN(std::vector<int> dil, expand_param(dilation, dilation_len, nsp, "dilation", 1));
-  KILN_ASSIGN_OR_RETURN(std::vector<int> opad,
-                        expand_param(output_padding, transposed ? output_padding_len : 0, nsp, "output_padding", 0));
-  for (size_t i = 0; i < nsp; ++i)
-    if (st[i] < 1 || dil[i] < 1) return set_error(Error::InvalidArgument, "stride and dilation must be >= 1");
-  if (groups < 1) return set_error(Error::InvalidArgument, "groups must be >= 1, got " + std::to_string(groups));
-
-  const int64_t batch = input.sizes[0], in_ch = input.sizes[1];
-  if (in_ch % groups != 0)
-    return set_error(Error::InvalidArgument, "input channels " + std::to_string(in_ch) + " not divisible by groups " +
-                                                 std::to_string(groups));
-  int64_t out_ch = 0;
-  if (!transposed) {
-    if (weight.sizes[1] * groups != in_ch || weight.sizes[0] % groups != 0)
-      return set_error(Error::InvalidArgument, "weight " + weight.describe() + " does not match input " +
-                                                   input.describe() + " with groups " + std::to_string(groups));
-    out_ch = weight.sizes[0];
-  } else {
-    if (weight.sizes[0] != in_ch)
-      return set_error(Error::InvalidArgument, "transposed weight " + weight.describe() + " does not match input " +
-                                                   input.describe());
-    out_ch = weight.sizes[1] * groups;
-  }
-  if (bias && (bias->sizes.size() != 1 || bias->sizes[0] != out_ch))
-    return set_error(Error::InvalidArgument, "bias " + bias->describe() + " does not have " + std::to_string(out_ch) +
-                                                 " elements");
-  std::vector<int64_t> out_sizes = {batch, out_ch};
-  for (size_t i = 0; i < nsp; ++i) {
-    const int64_t in = input.sizes[2 + i], k = weight.sizes[2 + i];
-    int64_t o = 0;
-    if (!transposed) {
-      o = (in + 2 * pad[i] - int64_t{dil[i]} * (k - 1) - 1) / st[i] + 1;
-    } else {
-      o = (in - 1) * st[i] - 2 * pad[i] + int64_t{dil[i]} * (k - 1) + opad[i] + 1;
-    }
-    if (o < 0 || (!transposed && in + 2 * pad[i] < int64_t{dil[i]} * (k - 1) + 1))
-      return set_error(Error::InvalidArgument, "convolution output would be empty or negative in spatial dim " +
-                                                   std::to_string(i) + " (input " + input.describe() + ", weight " +
-                                                   weight.describe() + ")");
-    out_sizes.push_back(o);
-  }
+  const size_t rank = input.sizes.size();
+  KILN_ASSIGN_OR_RETURN(std::vector<int> st, as_ints(args.stride, "stride"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int> pad, as_ints(args.padding, "padding"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int> dil, as_ints(args.dilation, "dilation"));
+  KILN_ASSIGN_OR_RETURN(std::vector<int> opad, as_ints(args.output_padding, "output_padding"));
+  const int64_t out_ch = args.out_channels;
+  const std::vector<int64_t>& out_sizes = args.output_sizes;
 
   // Work in 4-d/5-d: a 1-d convolution is a 2-d one with height 1. ATen makes
   // the 1-d input contiguous before unsqueezing; the weight keeps its strides.

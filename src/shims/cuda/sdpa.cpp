@@ -186,6 +186,31 @@ void give(AtenTensorHandle* ret, OwnedHandle& h) {
   if (ret != nullptr) *ret = h.release();
 }
 
+// The nine results of ATen's flash and cuDNN attention, given to the caller
+// once everything is made: output, logsumexp, cum_seq_q / cum_seq_k
+// (undefined: no nested tensors), max_q / max_k, philox seed and offset,
+// debug mask (their shapes differ between the two ops).
+struct FlashStyleResults {
+  OwnedHandle out, lse, seed, offset, debug;
+};
+
+Error give_flash_style(const Sdpa& s, FlashStyleResults& r, AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+                       AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5,
+                       AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8) {
+  KILN_ASSIGN_OR_RETURN(OwnedHandle cum_q, new_undefined_tensor());
+  KILN_ASSIGN_OR_RETURN(OwnedHandle cum_k, new_undefined_tensor());
+  give(ret0, r.out);
+  give(ret1, r.lse);
+  give(ret2, cum_q);
+  give(ret3, cum_k);
+  if (ret4) *ret4 = s.L;
+  if (ret5) *ret5 = s.S;
+  give(ret6, r.seed);
+  give(ret7, r.offset);
+  give(ret8, r.debug);
+  return Error::Ok;
+}
+
 Result<OwnedHandle> new_cuda(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, DType dtype,
                              int device) {
   return new_tensor(sizes, strides, dtype, kCuda, device);
@@ -214,23 +239,13 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attent
     KILN_ASSIGN_OR_RETURN(TensorRef out_ref, read_tensor(out.get(), "output"));
     KILN_ASSIGN_OR_RETURN(TensorRef lse_ref, read_tensor(lse.get(), "logsumexp"));
     KILN_RETURN_IF_ERROR(run_sdpa(s, is_causal != 0, out_ref, static_cast<float*>(lse_ref.data), lse_strides.data()));
-    // The remaining outputs, in ATen's meta shapes: cum_seq_q/k undefined,
-    // philox seed (uint64[2]) and offset (uint64[]) zero, debug mask empty.
-    KILN_ASSIGN_OR_RETURN(OwnedHandle cum_q, new_undefined_tensor());
-    KILN_ASSIGN_OR_RETURN(OwnedHandle cum_k, new_undefined_tensor());
-    KILN_ASSIGN_OR_RETURN(OwnedHandle seed, zero_cpu_tensor({2}, DType::UInt64));
-    KILN_ASSIGN_OR_RETURN(OwnedHandle offset, zero_cpu_tensor({}, DType::UInt64));
-    KILN_ASSIGN_OR_RETURN(OwnedHandle debug, new_cuda({0}, {1}, s.q.dtype, dev));
-    give(ret0, out);
-    give(ret1, lse);
-    give(ret2, cum_q);
-    give(ret3, cum_k);
-    if (ret4) *ret4 = s.L;
-    if (ret5) *ret5 = s.S;
-    give(ret6, seed);
-    give(ret7, offset);
-    give(ret8, debug);
-    return Error::Ok;
+    // The remaining outputs, in ATen's meta shapes: philox seed (uint64[2])
+    // and offset (uint64[]) zero, debug mask empty.
+    FlashStyleResults r{std::move(out), std::move(lse), {}, {}, {}};
+    KILN_ASSIGN_OR_RETURN(r.seed, zero_cpu_tensor({2}, DType::UInt64));
+    KILN_ASSIGN_OR_RETURN(r.offset, zero_cpu_tensor({}, DType::UInt64));
+    KILN_ASSIGN_OR_RETURN(r.debug, new_cuda({0}, {1}, s.q.dtype, dev));
+    return give_flash_style(s, r, ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8);
   });
 }
 
@@ -296,21 +311,11 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attent
     const int64_t lse_strides[3] = {lse_full_strides[0], lse_full_strides[1], lse_full_strides[2]};
     (void)compute_log_sumexp;  // always computed: it costs one store per row
     KILN_RETURN_IF_ERROR(run_sdpa(s, is_causal != 0, out_ref, static_cast<float*>(lse_ref.data), lse_strides));
-    KILN_ASSIGN_OR_RETURN(OwnedHandle cum_q, new_undefined_tensor());
-    KILN_ASSIGN_OR_RETURN(OwnedHandle cum_k, new_undefined_tensor());
-    KILN_ASSIGN_OR_RETURN(OwnedHandle seed, zero_cpu_tensor({}, DType::Int64));
-    KILN_ASSIGN_OR_RETURN(OwnedHandle offset, zero_cpu_tensor({}, DType::Int64));
-    KILN_ASSIGN_OR_RETURN(OwnedHandle debug, new_undefined_tensor());
-    give(ret0, out);
-    give(ret1, lse);
-    give(ret2, cum_q);
-    give(ret3, cum_k);
-    if (ret4) *ret4 = s.L;
-    if (ret5) *ret5 = s.S;
-    give(ret6, seed);
-    give(ret7, offset);
-    give(ret8, debug);
-    return Error::Ok;
+    FlashStyleResults r{std::move(out), std::move(lse), {}, {}, {}};
+    KILN_ASSIGN_OR_RETURN(r.seed, zero_cpu_tensor({}, DType::Int64));
+    KILN_ASSIGN_OR_RETURN(r.offset, zero_cpu_tensor({}, DType::Int64));
+    KILN_ASSIGN_OR_RETURN(r.debug, new_undefined_tensor());
+    return give_flash_style(s, r, ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8);
   });
 }
 
