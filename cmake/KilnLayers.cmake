@@ -8,6 +8,7 @@
 # docs/architecture.md draws the graph.
 
 # kiln_layer_includes(<target> <root name> DIRS <dirs under src/> HEADERS <names under include/kiln/>)
+# (an entry of DIRS may also be a single header under src/).
 # Builds the include tree <build>/layers/<root name> and gives it to <target>.
 function(kiln_layer_includes target root_name)
   cmake_parse_arguments(L "" "" "DIRS;HEADERS" ${ARGN})

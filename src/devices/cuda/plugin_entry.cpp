@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "devices/cuda/device/cuda_check.h"
+#include "devices/cuda/cuda_check.h"
 #include "devices/cuda/device/cuda_device.h"
 #include "devices/cuda/loader/cuda_plugin_api.h"
 #include "devices/cuda/device/cuda_thread_state.h"

@@ -22,7 +22,7 @@
 
 #include "shims/common/shim_util.h"
 #include "devices/cuda/libraries/cublaslt_api.h"
-#include "devices/cuda/device/cuda_check.h"
+#include "devices/cuda/cuda_check.h"
 #include "shims/cuda/cuda_shims.h"
 #include "devices/cuda/device/cuda_settings.h"
 #include "devices/cuda/device/cuda_thread_state.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "shims/common/shim_util.h"
-#include "devices/cuda/device/cuda_check.h"
+#include "devices/cuda/cuda_check.h"
 #include "shims/cuda/cuda_shims.h"
 #include "devices/cuda/device/cuda_thread_state.h"
 #include "devices/cuda/device/device_attributes.h"

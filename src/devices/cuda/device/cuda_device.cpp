@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "devices/cuda/device/cuda_check.h"
+#include "devices/cuda/cuda_check.h"
 #include "devices/cuda/device/cuda_graph_capture.h"
 #include "devices/cuda/device/cuda_upload.h"
 #include "devices/cuda/device/kernel_modules.h"

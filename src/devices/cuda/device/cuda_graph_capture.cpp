@@ -5,7 +5,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "devices/cuda/device/cuda_check.h"
+#include "devices/cuda/cuda_check.h"
 #include "devices/cuda/device/cuda_thread_state.h"
 #include "kiln/log.h"
 

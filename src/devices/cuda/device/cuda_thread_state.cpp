@@ -3,7 +3,7 @@
 #include <array>
 #include <string>
 
-#include "devices/cuda/device/cuda_check.h"
+#include "devices/cuda/cuda_check.h"
 
 namespace kiln::cudadev {
 namespace {

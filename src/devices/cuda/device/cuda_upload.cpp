@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/settings.h"
-#include "devices/cuda/device/cuda_check.h"
+#include "devices/cuda/cuda_check.h"
 #include "devices/cuda/device/cuda_thread_state.h"
 #include "kiln/log.h"
 

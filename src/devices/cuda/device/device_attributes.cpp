@@ -6,7 +6,7 @@
 #include <atomic>
 #include <string>
 
-#include "devices/cuda/device/cuda_check.h"
+#include "devices/cuda/cuda_check.h"
 #include "devices/cuda/device/cuda_thread_state.h"
 
 namespace kiln::cudadev {

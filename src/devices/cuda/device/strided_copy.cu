@@ -1,7 +1,7 @@
 #include <algorithm>
 #include <string>
 
-#include "devices/cuda/device/cuda_check.h"
+#include "devices/cuda/cuda_check.h"
 #include "devices/cuda/device/strided_copy.h"
 
 namespace kiln::cudadev {

@@ -17,7 +17,7 @@
 #include <cstring>
 #include <string>
 
-#include "devices/cuda/device/cuda_check.h"
+#include "devices/cuda/cuda_check.h"
 #include "devices/cuda/kernels/attention_mma_kernel.h"
 #include "devices/cuda/kernels/mma_m16n8k16.cuh"
 

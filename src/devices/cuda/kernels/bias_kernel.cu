@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <string>
 
-#include "devices/cuda/device/cuda_check.h"
+#include "devices/cuda/cuda_check.h"
 #include "devices/cuda/kernels/bias_kernel.h"
 #include "devices/cuda/kernels/element_convert.cuh"
 

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "devices/cuda/device/cuda_check.h"
+#include "devices/cuda/cuda_check.h"
 #include "devices/cuda/kernels/gemv_kernel.h"
 #include "devices/cuda/kernels/element_convert.cuh"
 
