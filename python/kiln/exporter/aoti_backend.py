@@ -78,8 +78,8 @@ class CompiledMethod:
     device: str
     library: bytes
     weights: bytes
-    inputs: list = field(default_factory=list)  # list[kiln.program.TensorSpec]
-    outputs: list = field(default_factory=list)  # list[kiln.program.TensorSpec]
+    inputs: list = field(default_factory=list)  # list[kiln.spec.TensorSpec]
+    outputs: list = field(default_factory=list)  # list[kiln.spec.TensorSpec]
     metadata: dict[str, str] = field(default_factory=dict)
     shim_imports: list[str] = field(default_factory=list)
     #: How many inputs the compiled library takes and outputs it returns, as its generated

@@ -9,6 +9,7 @@ library is checked against the contract before anything is packed.
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import sys
 from typing import Any
@@ -23,7 +24,7 @@ from torch.export.graph_signature import (
     TensorArgument,
 )
 
-from kiln.program import DimSpec, TensorSpec
+from kiln.spec import DimSpec, TensorSpec
 
 __all__ = [
     "dtype_name",
@@ -134,8 +135,7 @@ def input_specs(ep: ExportedProgram) -> list[TensorSpec]:
             raise NotImplementedError(f"user input {spec.arg!r} is not a tensor")
         val = nodes[spec.arg.name].meta.get("val")
         tensor_spec = _tensor_spec(spec.arg.name, val, ranges, "input")
-        tensor_spec.dim_order = input_dim_order(spec.arg.name, val)
-        specs.append(tensor_spec)
+        specs.append(dataclasses.replace(tensor_spec, dim_order=input_dim_order(spec.arg.name, val)))
     return specs
 
 

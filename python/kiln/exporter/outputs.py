@@ -95,7 +95,7 @@ class OutputPlan:
     """The library's outputs (``specs``, in order) and how they map back to the model's output."""
 
     leaves: list[OutputLeaf] = field(default_factory=list)
-    specs: list = field(default_factory=list)  # list[kiln.program.TensorSpec], one per returned tensor
+    specs: list = field(default_factory=list)  # list[kiln.spec.TensorSpec], one per returned tensor
     tree: dict = field(default_factory=dict)
 
     @property
