@@ -38,7 +38,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import kiln  # noqa: E402
-from kiln.exporter.cpu_backend import CpuBackend  # noqa: E402
+from kiln.exporter import CpuBackend  # noqa: E402
 from kiln.runtime import Module  # noqa: E402
 from parity_models import Mlp, TransformerBlock  # noqa: E402
 

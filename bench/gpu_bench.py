@@ -92,10 +92,10 @@ def log(msg: str) -> None:
 
 def make_backend(device: str):
     if device == "cuda":
-        from kiln.exporter.cuda_backend import CudaBackend
+        from kiln.exporter import CudaBackend
 
         return CudaBackend()
-    from kiln.exporter.cpu_backend import CpuBackend
+    from kiln.exporter import CpuBackend
 
     return CpuBackend()
 
@@ -135,7 +135,7 @@ def cached_stamp(workdir: Path, name: str, args, need_pt2: bool = True) -> dict 
 def export_model(name: str, args) -> dict:
     """Worker: exports one model as .kiln and .pt2 from one ExportedProgram."""
     import kiln
-    from kiln.exporter.aoti_backend import _graph_uses_any
+    from kiln.exporter.backends.aoti import _graph_uses_any
 
     result = {"model": name, "error": None}
     p = paths_for(Path(args.workdir), name)

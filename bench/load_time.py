@@ -77,7 +77,7 @@ def export_mlp(path: str, weights_mib: int, device: str, dtype: str) -> None:
     model = model.eval().to(device=device, dtype=torch_dtype)
     example = (torch.randn(4, 2048, device=device, dtype=torch_dtype),)
     if device == "cuda":
-        from kiln.exporter.cuda_backend import CudaBackend
+        from kiln.exporter import CudaBackend
 
         backend, specs = CudaBackend(), {"triton_only": False, "max_autotune": False, "sdpa": "fused"}
         with torch.no_grad(), backend.extra_compile_context(specs):

@@ -114,14 +114,14 @@ def export(model: nn.Module, example, path: Path, device: str) -> float:
     import kiln
 
     if device == "cuda":
-        from kiln.exporter.cuda_backend import CudaBackend
+        from kiln.exporter import CudaBackend
 
         backend, specs = CudaBackend(), dict(FALLBACKS)
         if "TORCH_CUDA_ARCH_LIST" not in os.environ:
             major, minor = torch.cuda.get_device_capability()
             os.environ["TORCH_CUDA_ARCH_LIST"] = f"{major}.{minor}"  # this GPU only: faster
     else:
-        from kiln.exporter.cpu_backend import CpuBackend
+        from kiln.exporter import CpuBackend
 
         backend, specs = CpuBackend(), {}
     t0 = time.perf_counter()

@@ -33,7 +33,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "python"))
 
 import kiln  # noqa: E402
-from kiln.exporter.cuda_backend import CudaBackend  # noqa: E402
+from kiln.exporter import CudaBackend  # noqa: E402
 from kiln.runtime import KilnError, Module  # noqa: E402
 
 MiB = 1 << 20

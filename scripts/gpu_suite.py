@@ -243,7 +243,7 @@ _register_example_models()
 
 
 def make_backend():
-    from kiln.exporter.cuda_backend import CudaBackend
+    from kiln.exporter import CudaBackend
 
     return CudaBackend()
 

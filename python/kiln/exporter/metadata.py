@@ -3,7 +3,7 @@
 The runtime checks callers' tensors against this contract (dtype, rank, static sizes and
 the bounds of dynamic sizes) before handing them to the compiled library, which itself
 performs no such checks.  Everything here is read from the ExportedProgram as it will
-be compiled; what the library returns is planned in kiln.exporter.outputs, and the
+be compiled; what the library returns is planned in kiln.exporter.passes.outputs, and the
 library is checked against the contract before anything is packed.
 """
 
@@ -198,8 +198,8 @@ def input_dim_order(name: str, val: Any) -> list[int]:
 def output_specs(ep: ExportedProgram) -> list[TensorSpec]:
     """Contract of the outputs: the tensor leaves of the model's output in pytree order, named
     by their path in it ("logits", "state.0"); None and constants are not returned (see
-    kiln.exporter.outputs, which also refuses outputs no method can return)."""
-    from kiln.exporter.outputs import plan_outputs
+    kiln.exporter.passes.outputs, which also refuses outputs no method can return)."""
+    from kiln.exporter.passes.outputs import plan_outputs
 
     return plan_outputs(ep).specs
 

@@ -4,11 +4,11 @@ Verified on H100/H200 with torch 2.11 + CUDA 13 through scripts/gpu-suite (expor
 needs a GPU: Triton compiles and autotunes for the local one).
 
 Compile specs (all optional; fuse_projections, common to every backend and on by default
-here, is in aoti_backend):
+here, is in backends/aoti.py):
   max_autotune   bool, default True  - autotune GEMM/conv templates
   triton_only    bool, default True  - GEMM/conv from Triton templates only, so the library
                                        needs no cuBLAS/cuDNN: convolutions are first rewritten
-                                       as im2col + matmul (conv_decomposition.py), since
+                                       as im2col + matmul (passes/conv_decomposition.py), since
                                        Inductor's Triton conv template covers only plain 2-d
   emit_multi_arch_kernel bool, default True - fatbin for every arch in TORCH_CUDA_ARCH_LIST
   emulate_precision_casts bool, default True
@@ -32,7 +32,7 @@ import contextlib
 import os
 from typing import Any, ContextManager
 
-from kiln.exporter.aoti_backend import AotiBackend
+from kiln.exporter.backends.aoti import AotiBackend
 from kiln.exporter.compile_specs import spec_bool
 
 __all__ = ["CudaBackend"]
@@ -40,7 +40,7 @@ __all__ = ["CudaBackend"]
 
 class CudaBackend(AotiBackend):
     DEVICE = "cuda"
-    #: Fewer, larger GEMVs per decode step (projection_fusion.py): Gemma3 decode 8-10 % faster
+    #: Fewer, larger GEMVs per decode step (passes/projection_fusion.py): Gemma3 decode 8-10 % faster
     #: on an H100 (docs/benchmarks.md, sixth session).
     FUSE_PROJECTIONS = True
     #: Default of compile spec combo_kernels (Inductor's horizontal fusion: independent
@@ -89,7 +89,7 @@ class CudaBackend(AotiBackend):
     def decomposition_table(self, compile_specs: dict[str, Any]) -> dict:
         if not spec_bool(compile_specs, "triton_only", True):
             return {}
-        from kiln.exporter.conv_decomposition import convolution_decompositions
+        from kiln.exporter.passes.conv_decomposition import convolution_decompositions
 
         return convolution_decompositions()
 

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from kiln.exporter.aoti_backend import AotiBackend, _read_aoti_metadata
+from kiln.exporter.backends.aoti import AotiBackend, _read_aoti_metadata
 from kiln.exporter.elf_imports import ElfError, ElfImports, max_version, read_elf_imports
 
 __all__ = ["CpuBackend", "baked_omp_threads", "compile_command_from_source", "ensure_vec_isa"]

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from typing import Any
 
-from kiln.exporter.aoti_backend import AotiBackend
+from kiln.exporter.backends.aoti import AotiBackend
 
 __all__ = ["MetalBackend"]
 

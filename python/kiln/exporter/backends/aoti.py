@@ -28,9 +28,9 @@ from kiln.exporter.compile_specs import spec_bool
 from kiln.exporter.constants_table import METADATA_KEY as CONSTANTS_METADATA_KEY
 from kiln.exporter.constants_table import encode_constants_table, parse_constants_info
 from kiln.exporter.elf_imports import read_elf_imports
+from kiln.exporter.passes.norm_linear_fusion import fuse_norm_linear
+from kiln.exporter.passes.projection_fusion import fuse_projections
 from kiln.exporter.progress import Progress
-from kiln.exporter.norm_linear_fusion import fuse_norm_linear
-from kiln.exporter.projection_fusion import fuse_projections
 
 __all__ = [
     "AotiBackend",
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 #: The list of aoti_torch_* functions Kiln's runtime implements (shared with the C++ side).
-SUPPORTED_SHIMS_PATH = Path(__file__).resolve().parent.parent / "supported_shims.txt"
+SUPPORTED_SHIMS_PATH = Path(__file__).resolve().parents[2] / "supported_shims.txt"
 
 #: Device-specific op shims are named aoti_torch_<device>_<op>; everything else is device-neutral.
 DEVICE_SHIM_PREFIXES = ("cpu", "cuda", "mps", "xpu")
@@ -276,9 +276,9 @@ class AotiBackend:
         """Callables ExportedProgram -> ExportedProgram (or None to keep it), run in order.
 
         Projections that read one input (q/k/v, gate/up) become one wider projection
-        (projection_fusion.py) when compile spec ``fuse_projections`` is on; the default
+        (passes/projection_fusion.py) when compile spec ``fuse_projections`` is on; the default
         is the backend's FUSE_PROJECTIONS. With ``fuse_norm_linear`` (default off), an
-        RMSNorm and the linear after it become Kiln's fused op (norm_linear_fusion.py)."""
+        RMSNorm and the linear after it become Kiln's fused op (passes/norm_linear_fusion.py)."""
         passes = []
         if spec_bool(compile_specs, "fuse_projections", self.FUSE_PROJECTIONS):
             passes.append(lambda ep: fuse_projections(ep, log=self.progress.note))
@@ -324,7 +324,7 @@ class AotiBackend:
         from torch.utils import _pytree as pytree
 
         from kiln.exporter import metadata as md
-        from kiln.exporter import outputs as outputs_mod
+        from kiln.exporter.passes import outputs as outputs_mod
 
         specs = dict(compile_specs or {})
         device = self.device_name()
