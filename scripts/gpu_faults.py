@@ -119,8 +119,8 @@ def model_mappings() -> int:
 
 @functools.cache
 def _kiln_cuda():
-    """The CUDA plugin's function table (bench/gpu_bench.py's reader), looked up once."""
-    sys.path.insert(0, os.path.join(HERE, "..", "bench"))
+    """The CUDA plugin's function table (bench/models/gpu_bench.py's reader), looked up once."""
+    sys.path.insert(0, os.path.join(HERE, "..", "bench", "models"))
     from gpu_bench import KilnCuda
 
     return KilnCuda()

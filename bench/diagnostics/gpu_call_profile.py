@@ -1,4 +1,4 @@
-"""Where one call's time goes, engine by engine, for a model bench/gpu-bench exported.
+"""Where one call's time goes, engine by engine, for a model bench/models/gpu_bench.sh exported.
 
 For Kiln (each stream policy, with and without CUDA graphs) and PyTorch's AOTI loader
 on the model's headline input:
@@ -9,10 +9,10 @@ on the model's headline input:
   * the CUDA API calls each call makes (torch.profiler with CUPTI records those of
     every library in the process, Kiln's included), per call;
   * the Python functions that take the host time (cProfile), for Kiln.
-Run it on the GPU machine after `bench/gpu-bench --phase export --models NAME`, in the
-environment bench/gpu-bench sets up (scripts/gpu-env.sh, the libstdc++ preload):
+Run it on the GPU machine after `bench/models/gpu_bench.sh --phase export --models NAME`, in the
+environment bench/models/gpu_bench.sh sets up (scripts/gpu-env.sh, the libstdc++ preload):
     source scripts/gpu-env.sh build-cuda
-    LD_PRELOAD=/lib/x86_64-linux-gnu/libstdc++.so.6 python3 bench/gpu_call_profile.py \
+    LD_PRELOAD=/lib/x86_64-linux-gnu/libstdc++.so.6 python3 bench/diagnostics/gpu_call_profile.py \
         --model transformer_block [--workdir build-bench/cuda] [--details]
 """
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "models"))  # gpu_bench and its models
 import gpu_bench  # noqa: E402
 import gpu_bench_models as models  # noqa: E402
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 """Kiln GPU benchmark: Kiln vs eager vs torch.compile vs PyTorch's AOTI loader.
 
-Run through bench/gpu-bench on the GPU machine (it sets the library paths):
+Run through bench/models/gpu_bench.sh on the GPU machine (it sets the library paths):
 
-    bench/gpu-bench --phase export            # compile every model once (cached in --workdir)
-    bench/gpu-bench --phase run               # time them; JSON + Markdown under $OUT
+    bench/models/gpu_bench.sh --phase export            # compile every model once (cached in --workdir)
+    bench/models/gpu_bench.sh --phase run               # time them; JSON + Markdown under $OUT
 
-Models (bench/gpu_bench_models.py): transformer block, Whisper decoder step, Parakeet
+Models (bench/models/gpu_bench_models.py): transformer block, Whisper decoder step, Parakeet
 encoder on 10 s of audio, a Gemma3-like ~1.1 B decoder in bf16 (decode at batch 1 over
 a 1024-token KV cache; 512-token prefill), ResNet-50 at batch 1 and 32.
 
@@ -36,11 +36,11 @@ copy and pinned host-to-device bandwidths are measured first, for the roofline a
 weight-loading ratios.
 
 Results: $OUT/gpu_bench.json (rewritten after every model) and $OUT/gpu_bench.md.
-bench/plot_gpu_bench.py turns the JSON into PNG plots (on a machine with matplotlib).
+bench/models/plot_gpu_bench.py turns the JSON into PNG plots (on a machine with matplotlib).
 
 Smoke mode (CPU, tiny configs; keeps the harness honest on a machine without a GPU):
     PYTHONPATH=python KILN_LIBRARY=build/libkiln.so KILN_BUILD_DIR=build \\
-        python3 bench/gpu_bench.py --device cpu --tiny --out /tmp/bench
+        python3 bench/models/gpu_bench.py --device cpu --tiny --out /tmp/bench
 """
 
 from __future__ import annotations
@@ -61,9 +61,9 @@ import time
 import traceback
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "models"))
 
 import torch  # noqa: E402
 

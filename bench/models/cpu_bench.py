@@ -14,7 +14,7 @@ side in one run on this machine:
    per round) so load from other processes hits them alike; medians.
 3. Size of the stripped runtime library and CLI, and their ldd.
 
-    PYTHONPATH=python python3 bench/cpu_bench.py [--runs 7] [--calls 200] [--json out.json]
+    PYTHONPATH=python python3 bench/models/cpu_bench.py [--runs 7] [--calls 200] [--json out.json]
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "tests" / "python"))
 

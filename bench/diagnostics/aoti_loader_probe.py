@@ -1,7 +1,7 @@
 """Does PyTorch's own AOTI loader run a CUDA package on this machine, alone and
 beside Kiln? Compiles a small bf16 MLP with aoti_compile_and_package (libtorch
 linking on, as the loader needs), then loads and runs it in fresh processes:
-    python3 bench/aoti_loader_probe.py            # compile + both probes
+    python3 bench/diagnostics/aoti_loader_probe.py            # compile + both probes
 Prints one line per probe: ok with the max error against eager, or how it died.
 Each probe runs twice: as it is, and with the system libstdc++ preloaded, which
 the GPU image needs (the package library's std::regex code otherwise binds to

@@ -1,8 +1,8 @@
-"""Reads bench/leak_trace's live-allocation stacks (from bench/alloc_stacks.cpp) and
-mapping list, keeps the stacks with at least one live allocation per traced cycle,
-and prints each frame as the object it lies in + offset (and the function name
+"""Reads the live-allocation stacks (recorded by bench/diagnostics/alloc_stacks.cpp) and
+the mapping list that bench/diagnostics/leak_trace.sh writes, keeps the stacks with at
+least one live allocation per traced cycle, and prints each frame as the object it lies in + offset (and the function name
 where addr2line can tell, for objects still on disk).
-    python3 bench/leak_trace_report.py STACKS MAPS CYCLES"""
+    python3 bench/diagnostics/leak_trace_report.py STACKS MAPS CYCLES"""
 
 import functools
 import os

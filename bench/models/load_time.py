@@ -5,10 +5,10 @@ alternating, medians over --runs processes each).
 A load opens the program, reads its header and FlatBuffer, and for the method its library
 and weights blob into private memory, hashing each while it is read (docs/program-format.md,
 "What is verified is what runs"); a CUDA method whose weights go unchecked
-(`--verify-weights` off, the default here as in bench/gpu_bench.py) uploads them from the
+(`--verify-weights` off, the default here as in bench/models/gpu_bench.py) uploads them from the
 file straight into its pinned staging buffers instead. This shows what that costs.
 
-    PYTHONPATH=python KILN_LIBRARY=build/libkiln.so python3 bench/load_time.py \\
+    PYTHONPATH=python KILN_LIBRARY=build/libkiln.so python3 bench/models/load_time.py \\
         [--device cpu|cuda] [--program P.kiln | --weights-mib 128] [--dtype float32|bfloat16] \\
         [--verify-weights] [--runs 9] [--threads 1] \\
         [--runtime NAME=LIBKILN[:PYTHONPATH] ...]
@@ -31,7 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 _CHILD = r"""
 import json, statistics, sys, time

@@ -4,6 +4,10 @@
 // with a device-to-device copy of the same weight bytes as the bandwidth
 // reference. Built with -DKILN_WITH_CUDA=ON as <build>/kiln-gemm-bench.
 //   <build>/kiln-gemm-bench
+// (a build directory copied from another machine first needs the library
+// paths of scripts/gpu-env.sh). PyTorch's F.linear on the same shapes:
+// bench/micro/gemm_bench_torch.py. The GEMM tests behind these paths run in
+// the GPU test suite (tests/gpu/test_cuda_unit.py).
 //
 // The two paths run in two child processes of this one, started with
 // KILN_CUDA_GEMV=1 and KILN_CUDA_GEMV=0 (the plugin reads the switch once per

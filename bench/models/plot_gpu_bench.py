@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""PNG plots from bench/gpu_bench.py's JSON (run where matplotlib is installed; the
+"""PNG plots from bench/models/gpu_bench.py's JSON (run where matplotlib is installed; the
 GPU machine need not have it):
 
-    python3 bench/plot_gpu_bench.py gpu_bench.json --out docs/images
+    python3 bench/models/plot_gpu_bench.py gpu_bench.json --out docs/images
 
 One plot per swept model (latency p50 against batch size or sequence length, one line
 per engine, log-log), plus a bar chart of the headline p50 of every model relative to

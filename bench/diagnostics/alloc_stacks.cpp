@@ -1,4 +1,4 @@
-// Preloaded allocation tracer for bench/leak-trace: records the call stack of
+// Preloaded allocation tracer for bench/diagnostics/leak_trace.sh: records the call stack of
 // every heap allocation made between kiln_alloc_stacks_start() and
 // kiln_alloc_stacks_dump(PATH), and writes the stacks of those still live at the
 // dump. glibc's mtrace only records the immediate caller, which for anything

@@ -1,9 +1,9 @@
 // Which code keeps host memory across load/unload cycles of a Kiln program?
-// Runs warm-up cycles, then N cycles with bench/alloc_stacks.cpp (preloaded by
-// bench/leak-trace) recording the stack of every allocation, and records the
+// Runs warm-up cycles, then N cycles with bench/diagnostics/alloc_stacks.cpp (preloaded by
+// bench/diagnostics/leak_trace.sh) recording the stack of every allocation, and records the
 // executable mappings while each model library is loaded, so frames inside an
-// unloaded library still resolve. bench/leak_trace_report.py reads both files.
-//   bench/leak-trace PROGRAM.kiln [cycles=50] [load-only]
+// unloaded library still resolve. bench/diagnostics/leak_trace_report.py reads both files.
+//   bench/diagnostics/leak_trace.sh PROGRAM.kiln [cycles=50] [load-only]
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   auto dump = reinterpret_cast<DumpFn>(dlsym(RTLD_DEFAULT, "kiln_alloc_stacks_dump"));
   const char* stacks_out = std::getenv("KILN_LEAK_STACKS");
   if (!start || !dump || !stacks_out)
-    return std::fprintf(stderr, "leak_trace: run through bench/leak-trace (needs the preloaded tracer)\n"), 2;
+    return std::fprintf(stderr, "leak_trace: run through bench/diagnostics/leak_trace.sh (needs the preloaded tracer)\n"), 2;
   start();
   for (int i = 0; i < cycles; ++i)
     if (!cycle(path, load_only, &mappings)) return 1;

@@ -1,7 +1,7 @@
 // Host-to-device upload strategies for a weights file already in the page
 // cache, measured side by side: what limits Kiln's weight loading? Built by
-// bench/h2d-upload-bench (needs the CUDA toolkit); run on the GPU machine:
-//   bench/h2d-upload-bench [GiB=2.25]
+// bench/micro/h2d_upload_bench.sh (needs the CUDA toolkit); run on the GPU machine:
+//   bench/micro/h2d_upload_bench.sh [GiB=2.25]
 // Prints one line per strategy: seconds (median of 3) and GB/s, next to the
 // pinned-buffer H2D bandwidth that is the ceiling.
 #include <cuda_runtime_api.h>

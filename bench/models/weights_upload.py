@@ -7,12 +7,12 @@ mixed widths, ~1.4 GB of weights in 200 constants, odd widths included so the
 blob has misaligned neighbours) with the CUDA backend in `fallbacks` mode (no
 autotuning: fast to export), then loads it with Kiln several times (a fresh
 Module each time, the .kiln from the page cache, SHA-256 check off as in
-bench/gpu_bench.py), reads Kiln's info log line for each load (`placed N weights
+bench/models/gpu_bench.py), reads Kiln's info log line for each load (`placed N weights
 ... allocation X s, upload Y s in R regions (Z GB/s)`), measures pinned H2D with
 torch (1 GiB pinned tensor .cuda(non_blocking), median of 5), and checks Kiln's
 output against eager bf16 and an fp32 reference on fresh inputs.
 
-Run through bench/weights-gpu-check (library paths, logs under $OUT). --device
+Run through bench/models/weights_upload.sh (library paths, logs under $OUT). --device
 cpu --tiny runs the same flow on the CPU (no arena upload there for parameters:
 CPU parameters stay in the mapping) to check the script itself.
 """
@@ -38,7 +38,7 @@ import torch.nn as nn  # noqa: E402
 
 HIDDEN = 2048
 WIDTHS = (4096, 3001, 5632, 1000)  # 3001 and 1000: biases of 6002 and 2000 bytes misalign what follows
-FALLBACKS = {"triton_only": False, "max_autotune": False, "sdpa": "fused"}  # bench/gpu_bench.py MODES
+FALLBACKS = {"triton_only": False, "max_autotune": False, "sdpa": "fused"}  # bench/models/gpu_bench.py MODES
 
 # Kiln's line (src/aoti/device_weights.cpp); "in one ... arena" and "in R regions"
 # are optional so that a build without the arena (main before it) is read too.
@@ -300,8 +300,8 @@ def main() -> int:
     lines.append("outputs vs eager: " + ("OK" if not failures else "FAILED: " + "; ".join(failures)))
     table = "\n".join(lines)
     print(table, flush=True)
-    (out / "weights_gpu_check.md").write_text(table + "\n")
-    (out / "weights_gpu_check.json").write_text(json.dumps(summary, indent=1))
+    (out / "weights_upload.md").write_text(table + "\n")
+    (out / "weights_upload.json").write_text(json.dumps(summary, indent=1))
     return 1 if failures else 0
 
 

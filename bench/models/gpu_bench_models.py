@@ -1,4 +1,4 @@
-"""The models of the GPU benchmark (bench/gpu_bench.py), at benchmark size or tiny.
+"""The models of the GPU benchmark (bench/models/gpu_bench.py), at benchmark size or tiny.
 
 Every builder takes (dtype, device, tiny) and returns a BenchModel: the module in eval
 mode, the example inputs it is exported with, its dynamic shapes, and the points it
@@ -40,11 +40,11 @@ import torch
 import torch.nn as nn
 
 # The thin transformers wrappers are the GPU suite's (same models, bigger configs here).
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
 from hf_suite_models import ParakeetCtc, ResNetLogits, _transformers  # noqa: E402
 
 # The causal pre-norm block of the parity tests, at benchmark size.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
 from parity_models import TransformerBlock  # noqa: E402
 
 

@@ -1,7 +1,7 @@
 """Per-call CPU latency of every benchmark model on its headline inputs: Kiln against
 PyTorch's AOTI loader, calls interleaved, at each thread count.
 
-bench/gpu_bench.py --device cpu times each engine in turn, so whatever else the machine
+bench/models/gpu_bench.py --device cpu times each engine in turn, so whatever else the machine
 does during one engine's turn lands on that engine alone. Here each round calls Kiln and
 the loader back to back (alternating which goes first), on the same input, so load from
 other processes hits both alike; the ratio of the medians is what the CPU target
@@ -10,10 +10,10 @@ other processes hits both alike; the ratio of the medians is what the CPU target
 convolution, attention) and its call path are what differ, plus Kiln's export-time
 projection fusion when the workdir was exported with it.
 
-Run after exporting with bench/gpu_bench.py on the CPU, e.g.
-    PYTHONPATH=python KILN_LIBRARY=build/libkiln.so python3 bench/gpu_bench.py --device cpu \\
+Run after exporting with bench/models/gpu_bench.py on the CPU, e.g.
+    PYTHONPATH=python KILN_LIBRARY=build/libkiln.so python3 bench/models/gpu_bench.py --device cpu \\
         --tiny --dtype fp32 --phase export --workdir build-bench/cpu-tiny
-    PYTHONPATH=python KILN_LIBRARY=build/libkiln.so python3 bench/cpu_vs_loader.py \\
+    PYTHONPATH=python KILN_LIBRARY=build/libkiln.so python3 bench/models/cpu_vs_loader.py \\
         --workdir build-bench/cpu-tiny [--threads 1,2] [--calls 300] [--json out.json]
 Every output is compared with the loader's (relative error printed; over 1e-4 fails).
 """
@@ -96,7 +96,7 @@ def measure(name: str, workdir: Path, threads: int, calls: int, warmup: int) -> 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--workdir", required=True, help="a bench/gpu_bench.py --device cpu export directory")
+    ap.add_argument("--workdir", required=True, help="a bench/models/gpu_bench.py --device cpu export directory")
     ap.add_argument("--models", default=",".join(models.MODELS))
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--calls", type=int, default=300)

@@ -1,9 +1,9 @@
-"""Turns bench/gpu_bench.py's results dict into target ratios and a Markdown report.
+"""Turns bench/models/gpu_bench.py's results dict into target ratios and a Markdown report.
 
 Pure functions over the JSON-able results (no torch), so they are unit-tested on any
 machine and can re-render a report from a saved gpu_bench.json:
 
-    python3 bench/gpu_bench_report.py a/gpu_bench.json b/gpu_bench.json --json-out all.json > all.md
+    python3 bench/models/gpu_bench_report.py a/gpu_bench.json b/gpu_bench.json --json-out all.json > all.md
 """
 
 from __future__ import annotations
