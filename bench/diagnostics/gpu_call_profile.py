@@ -10,8 +10,8 @@ on the model's headline input:
     every library in the process, Kiln's included), per call;
   * the Python functions that take the host time (cProfile), for Kiln.
 Run it on the GPU machine after `bench/models/gpu_bench.sh --phase export --models NAME`, in the
-environment bench/models/gpu_bench.sh sets up (scripts/gpu-env.sh, the libstdc++ preload):
-    source scripts/gpu-env.sh build-cuda
+environment bench/models/gpu_bench.sh sets up (scripts/gpu_env.sh, the libstdc++ preload):
+    source scripts/gpu_env.sh build-cuda
     LD_PRELOAD=/lib/x86_64-linux-gnu/libstdc++.so.6 python3 bench/diagnostics/gpu_call_profile.py \
         --model transformer_block [--workdir build-bench/cuda] [--details]
 """

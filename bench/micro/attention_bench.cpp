@@ -5,7 +5,7 @@
 // decode kernel replaced, on a line of their own. Built with -DKILN_WITH_CUDA=ON as <build>/kiln-attention-bench.
 //   <build>/kiln-attention-bench [iterations=20]
 // (a build directory copied from another machine first needs the library
-// paths of scripts/gpu-env.sh). PyTorch's SDPA on the same problems:
+// paths of scripts/gpu_env.sh). PyTorch's SDPA on the same problems:
 // bench/micro/attention_bench_torch.py. The attention kernels' tests run in
 // the GPU test suite (tests/gpu/test_cuda_unit.py).
 // Prints one line per problem: milliseconds per call (median of 5 runs of

@@ -5,7 +5,7 @@
 // reference. Built with -DKILN_WITH_CUDA=ON as <build>/kiln-gemm-bench.
 //   <build>/kiln-gemm-bench
 // (a build directory copied from another machine first needs the library
-// paths of scripts/gpu-env.sh). PyTorch's F.linear on the same shapes:
+// paths of scripts/gpu_env.sh). PyTorch's F.linear on the same shapes:
 // bench/micro/gemm_bench_torch.py. The GEMM tests behind these paths run in
 // the GPU test suite (tests/gpu/test_cuda_unit.py).
 //

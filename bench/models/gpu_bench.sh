@@ -11,7 +11,7 @@ if [[ ! -e "$BUILD/libkiln.so" || ! -e "$BUILD/libkiln_cuda.so" || ! -e "$BUILD/
   exit 2
 fi
 BUILD=$(cd "$BUILD" && pwd)
-source scripts/gpu-env.sh "$BUILD"
+source scripts/gpu_env.sh "$BUILD"
 export KILN_BUILD_DIR=$BUILD
 # PyTorch's AOTI loader segfaults on the GPU image unless the system libstdc++
 # is loaded first: the package library's std::regex code (parse_device_str)

@@ -39,8 +39,8 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
-# The thin transformers wrappers are the GPU suite's (same models, bigger configs here).
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+# The thin transformers wrappers are the GPU test suite's (same models, bigger configs here).
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "gpu"))
 from hf_suite_models import ParakeetCtc, ResNetLogits, _transformers  # noqa: E402
 
 # The causal pre-norm block of the parity tests, at benchmark size.

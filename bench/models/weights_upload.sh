@@ -16,7 +16,7 @@ if [[ ! -e "$BUILD/libkiln.so" || ! -e "$BUILD/libkiln_cuda.so" ]]; then
   exit 2
 fi
 BUILD=$(cd "$BUILD" && pwd)
-source scripts/gpu-env.sh "$BUILD"
+source scripts/gpu_env.sh "$BUILD"
 export KILN_LOG_LEVEL=${KILN_LOG_LEVEL:-info}
 OUT=${OUT:-/tmp/kiln-weights-check}
 mkdir -p "$OUT"

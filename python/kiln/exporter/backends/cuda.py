@@ -1,6 +1,6 @@
 """CudaBackend: AOTInductor for NVIDIA GPUs.
 
-Verified on H100/H200 with torch 2.11 + CUDA 13 through scripts/gpu-suite (exporting
+Verified on H100/H200 with torch 2.11 + CUDA 13 through the GPU test suite, tests/gpu (exporting
 needs a GPU: Triton compiles and autotunes for the local one).
 
 Compile specs (all optional; fuse_projections, common to every backend and on by default

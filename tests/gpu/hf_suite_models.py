@@ -1,7 +1,7 @@
 """Small random-weight Hugging Face `transformers` models for Kiln's GPU parity suite.
 
 HF_MODELS maps a suite name to a factory (torch.dtype, torch.device) -> (module in eval
-mode, tuple of example inputs), the same contract as @suite_model in scripts/gpu_suite.py.
+mode, tuple of example inputs), the same contract as @suite_model in tests/gpu/suite_models.py.
 The configs are tiny, so that every model exports and compiles quickly, but each keeps
 the op mix of its family:
 

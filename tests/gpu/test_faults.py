@@ -1,7 +1,8 @@
-"""Faults on the GPU with a real AOTInductor CUDA library (issue #5), one table:
+"""Faults on the GPU with a real AOTInductor CUDA library:
 
-  * 1000 load / execute / unload cycles: open descriptors, resident host memory
-    and GPU memory in use (the driver's count, cudaMemGetInfo) stay flat;
+  * 1000 load / execute / unload cycles (KILN_GPU_FAULT_CYCLES): open descriptors, resident
+    host memory and GPU memory in use (the driver's count, cudaMemGetInfo) stay flat; 200
+    more with weights placed by the library and with one shared stream;
   * out of memory at load, for real: with almost all GPU memory taken by another
     allocation, a load whose weights do not fit fails with OutOfMemory, a model
     loaded before keeps working, and once the memory is back the load succeeds;
@@ -11,30 +12,28 @@
   * 8 threads executing one module (num_models 8, one stream per thread) agree
     with eager.
 
-Run on the GPU machine from the repository root with a CUDA build:
-    KILN_BUILD_DIR=build-cuda python3 scripts/gpu_faults.py [--cycles 1000]
-Exit status 1 if any check fails."""
+Table: gpu_faults (each check's measurements).
+"""
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import functools
 import os
 import sys
-import tempfile
 import threading
 import time
-import traceback
 
+import pytest
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "python"))
+import gpu_support
+import kiln
+from kiln.runtime import KilnError, Module
 
-import kiln  # noqa: E402
-from kiln.exporter import CudaBackend  # noqa: E402
-from kiln.runtime import KilnError, Module  # noqa: E402
+pytestmark = gpu_support.cuda_only
+
+CYCLES = int(os.environ.get("KILN_GPU_FAULT_CYCLES", "1000"))
 
 MiB = 1 << 20
 
@@ -54,7 +53,7 @@ def export(model: torch.nn.Module, path: str) -> None:
     with torch.no_grad():
         ep = torch.export.export(model, (torch.randn(4, model.up.in_features, device="cuda"),),
                                  dynamic_shapes=({0: batch},))
-    kiln.export({"forward": ep}, backend=CudaBackend(), verbose=False).save(path)
+    kiln.export({"forward": ep}, backend="cuda", verbose=False).save(path)
 
 
 def fds() -> int:
@@ -120,7 +119,7 @@ def model_mappings() -> int:
 @functools.cache
 def _kiln_cuda():
     """The CUDA plugin's function table (bench/models/gpu_bench.py's reader), looked up once."""
-    sys.path.insert(0, os.path.join(HERE, "..", "bench", "models"))
+    sys.path.insert(0, str(gpu_support.REPO / "bench" / "models"))
     from gpu_bench import KilnCuda
 
     return KilnCuda()
@@ -250,46 +249,68 @@ def threads(model, path, n_threads=8, calls=50):
     return f"{n_threads} threads x {calls} calls, worst rel err {worst[0]:.1e}"
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cycles", type=int, default=1000)
-    ap.add_argument("--variants", action="store_true",
-                    help="also run the cycles with weights placed by the library and with one shared stream")
-    args = ap.parse_args()
+def _render(sec) -> str:
+    lines = [f"{'check':<32} {'result':<6} detail"]
+    lines += [f"{r['check']:<32} {'pass' if r['ok'] else 'FAIL':<6} {r['detail']}" for r in sec.rows]
+    return "\n".join(lines)
+
+
+SECTION = gpu_support.section("gpu_faults", _render)
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory):
+    """(the small MLP, its program, a program whose 1 GiB of fp32 weights do not fit in what
+    real_oom_at_load leaves free, though they fit on the GPU)."""
     torch.manual_seed(0)
-    work = tempfile.mkdtemp(prefix="kiln-gpu-faults-")
+    work = tmp_path_factory.mktemp("faults")
     small = Mlp().cuda().eval()
-    small_path = os.path.join(work, "mlp.kiln")
-    # Weights bigger than what real_oom_at_load leaves free, smaller than the GPU.
-    big = Mlp(d_in=256, hidden=512 * 1024, d_out=256).cuda().eval()  # 1 GiB of fp32 weights
-    big_path = os.path.join(work, "big.kiln")
+    small_path = str(work / "mlp.kiln")
+    big = Mlp(d_in=256, hidden=512 * 1024, d_out=256).cuda().eval()
+    big_path = str(work / "big.kiln")
     export(small, small_path)
     export(big, big_path)
     del big
     torch.cuda.empty_cache()
-    checks = [
-        ("load/execute/unload cycles", lambda: cycles(small, small_path, args.cycles)),
-        *([("cycles, aoti.weights=library", lambda: cycles(small, small_path, 200, {"aoti": {"weights": "library"}})),
-           ("cycles, aoti.stream=shared", lambda: cycles(small, small_path, 200, {"aoti": {"stream": "shared"}}))]
-          if args.variants else []),
-        ("real GPU OOM at load", lambda: real_oom_at_load(small, small_path, big_path)),
-        ("real GPU OOM at execute", lambda: real_oom_at_execute(small, small_path)),
-        ("aoti.max_memory_bytes on CUDA", lambda: memory_limit(small, small_path)),
-        ("8 threads, one module", lambda: threads(small, small_path)),
-    ]
-    failed = 0
-    with torch.no_grad():
-        for name, fn in checks:
-            try:
-                detail = fn()
-                print(f"PASS  {name:32s} {detail}", flush=True)
-            except Exception as e:
-                failed += 1
-                traceback.print_exc()
-                print(f"FAIL  {name:32s} {e}", flush=True)
-    print(f"{len(checks) - failed}/{len(checks)} GPU fault checks passed")
-    return 1 if failed else 0
+    return small, small_path, big_path
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def _check(name: str, fn) -> None:
+    row = SECTION.add({"check": name, "ok": False, "detail": ""})
+    try:
+        with torch.no_grad():
+            row["detail"] = fn()
+    except Exception as e:
+        row["detail"] = str(e)
+        raise
+    row["ok"] = True
+
+
+@pytest.mark.parametrize("variant", ["default", "weights=library", "stream=shared"])
+def test_load_execute_unload_cycles(programs, variant):
+    small, small_path, _ = programs
+    if variant == "default":
+        _check("load/execute/unload cycles", lambda: cycles(small, small_path, CYCLES))
+    else:
+        key, value = variant.split("=")
+        _check(f"cycles, aoti.{variant}", lambda: cycles(small, small_path, 200, {"aoti": {key: value}}))
+
+
+def test_real_oom_at_load(programs):
+    small, small_path, big_path = programs
+    _check("real GPU OOM at load", lambda: real_oom_at_load(small, small_path, big_path))
+
+
+def test_real_oom_at_execute(programs):
+    small, small_path, _ = programs
+    _check("real GPU OOM at execute", lambda: real_oom_at_execute(small, small_path))
+
+
+def test_max_memory_bytes(programs):
+    small, small_path, _ = programs
+    _check("aoti.max_memory_bytes on CUDA", lambda: memory_limit(small, small_path))
+
+
+def test_threads_share_one_module(programs):
+    small, small_path, _ = programs
+    _check("8 threads, one module", lambda: threads(small, small_path))

