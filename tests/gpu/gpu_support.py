@@ -105,7 +105,7 @@ def sync() -> None:
 
 def selected_params(request, test_name: str, argname: str) -> list:
     """The `argname` parameters of the tests named test_name (of the requesting module) that this
-    run selected (after -k and -m), in order: what a session's exports must cover."""
+    run selected (after -k and -m), in order: what the run's exports must cover."""
     module = request.module.__name__
     return [item.callspec.params[argname] for item in request.session.items
             if getattr(item, "originalname", None) == test_name and item.module.__name__ == module]
