@@ -53,7 +53,7 @@ check_nothing_left() {
 
 echo "[kiln test] ctest"
 ctest_log="$scratch/ctest.log"
-# GPU tests (label gpu) run on the GPU machine through scripts/gpu-suite.
+# GPU tests (label gpu) run on the GPU machine through scripts/gpu_test.sh.
 (cd "$build_dir" && ctest --output-on-failure -LE gpu -j "$(nproc)") 2>&1 | tee "$ctest_log"
 if grep -q "No tests were found" "$ctest_log"; then
   echo "[kiln test] ctest ran no test" >&2

@@ -35,6 +35,7 @@ from kiln._fb import NamedData as _NamedData
 from kiln._fb import Program as _Program
 from kiln._fb import Segment as _Segment
 from kiln._fb import TensorSpec as _TensorSpec
+from kiln.spec import DimSpec, TensorSpec
 
 __all__ = [
     "DTYPE_CODES",
@@ -90,32 +91,6 @@ SIGNATURE_TRAILER_SIZE = 112
 _SIGNATURE_TRAILER = struct.Struct("<8sII32s64s")
 assert _PROGRAM_HEADER.size == PROGRAM_HEADER_SIZE and _DATA_HEADER.size == DATA_HEADER_SIZE
 assert _SIGNATURE_TRAILER.size == SIGNATURE_TRAILER_SIZE
-
-
-@dataclass
-class DimSpec:
-    """One dimension: static (size) or dynamic (example size, [min, max], max=-1 unbounded, symbol name)."""
-
-    size: int
-    dynamic: bool = False
-    min: int = 0
-    max: int = -1
-    name: str = ""
-
-
-@dataclass
-class TensorSpec:
-    """An input or output: dtype is a kiln dtype name ("float32", "bfloat16", "int64", ...).
-
-    ``dim_order`` (inputs): the layout the compiled code reads the input in, as its dimensions
-    from outermost to innermost of a dense tensor (``[0, 2, 3, 1]``: channels_last); empty:
-    row-major. The runtime copies an input with other strides into it before running.
-    """
-
-    name: str
-    dtype: str
-    dims: list[DimSpec] = field(default_factory=list)
-    dim_order: list[int] = field(default_factory=list)
 
 
 @dataclass

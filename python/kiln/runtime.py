@@ -42,6 +42,7 @@ import threading
 from typing import Any, Iterable, Mapping, Sequence
 
 from kiln import _dlpack
+from kiln.spec import DimSpec, TensorSpec
 
 __all__ = [
     "KilnError",
@@ -199,33 +200,6 @@ def _text(value: bytes | None) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
-class DimSpec:
-    """One dimension: ``size`` (the example size if dynamic), bounds ``[min, max]`` (max -1: unbounded)."""
-
-    size: int
-    dynamic: bool
-    min: int
-    max: int
-    name: str
-
-
-@dataclasses.dataclass(frozen=True)
-class TensorSpec:
-    name: str
-    dtype: str  # "float32", "bfloat16", ...
-    dims: tuple[DimSpec, ...]
-    # Inputs: the layout the method's compiled code reads the input in, as its dimensions
-    # from outermost to innermost of a dense tensor ((0, 2, 3, 1): channels_last); () for
-    # row-major. Inputs in other layouts are copied into it by execute.
-    dim_order: tuple[int, ...] = ()
-
-    @property
-    def shape(self) -> tuple[int | None, ...]:
-        """Sizes, with None for dynamic dimensions."""
-        return tuple(None if d.dynamic else d.size for d in self.dims)
-
-
-@dataclasses.dataclass(frozen=True)
 class MethodMeta:
     name: str
     backend: str
@@ -258,8 +232,9 @@ def _read_spec(lib: ctypes.CDLL, spec: ctypes.c_void_p) -> TensorSpec:
         _check(lib.kiln_tensor_spec_dim_order(spec, k, ctypes.byref(d)))
         order.append(d.value)
     dtype_name = lib.kiln_dtype_name(dtype.value)
-    return TensorSpec(_text(name.value), _text(dtype_name) or f"dtype{dtype.value}", tuple(dims),
-                      () if order == list(range(len(order))) else tuple(order))
+    # The C API reports row-major as the identity order; the spec spells it as empty, as the file does.
+    return TensorSpec(_text(name.value), _text(dtype_name) or f"dtype{dtype.value}", dims,
+                      () if order == list(range(len(order))) else order)
 
 
 def _read_meta(lib: ctypes.CDLL, meta: ctypes.c_void_p) -> MethodMeta:

@@ -1,5 +1,5 @@
 """Models and input layouts for the "any input layout" checks, shared by
-tests/python/test_input_layouts.py (CPU) and scripts/gpu_layouts.py (CUDA).
+tests/python/test_input_layouts.py (CPU) and tests/gpu/test_layouts.py (CUDA).
 
 Every layout helper returns (view, logical): a view of the given kind holding the logical
 values, built over memory whose other elements are poison (NaN, or a huge integer), so that a

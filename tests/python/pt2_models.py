@@ -1,5 +1,5 @@
 """Small models compiled into stock .pt2 packages, shared by tests/python/test_pt2_import.py
-(CPU) and scripts/gpu_pt2.py (CUDA): two outputs over a dynamic batch, an int64 index
+(CPU) and tests/gpu/test_pt2.py (CUDA): two outputs over a dynamic batch, an int64 index
 input, and a half-precision matmul that calls the cuBLAS fallbacks (addmm, mm)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The Triton-only convolution rewrite (kiln.exporter.conv_decomposition) computes
+"""The Triton-only convolution rewrite (kiln.exporter.passes.conv_decomposition) computes
 what aten.convolution computes, for every kind of convolution, and leaves no
 convolution op in an exported program."""
 
@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from kiln.exporter.conv_decomposition import convolution_as_matmul, convolution_decompositions
+from kiln.exporter.passes.conv_decomposition import convolution_as_matmul, convolution_decompositions
 
 CONFIGS = [  # groups, stride, padding, dilation, output_padding (transposed only)
     (1, 1, 0, 1, 0),

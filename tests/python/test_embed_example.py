@@ -230,29 +230,32 @@ def test_auto_source_falls_back_to_transformers_without_sentence_transformers(tm
     assert proc.stdout.strip().startswith("transformers.models.bert"), proc.stdout
 
 
-def test_gpu_script_runs_on_cpu_without_sentence_transformers(runner, exported, tmp_path):
-    """scripts/gpu_embed.py end to end on the CPU build (--device cpu, the program exported above):
-    kiln-embed's embeddings against the stored reference and a transformers-only eager run, with
-    sentence-transformers blocked, as where it is not installed."""
+def test_gpu_suite_embed_checks_run_on_cpu_without_sentence_transformers(runner, exported, tmp_path):
+    """tests/gpu/test_examples_embed.py end to end in its CPU smoke run (KILN_GPU_DEVICE=cpu, the
+    program exported above): kiln-embed's embeddings against the stored reference and a
+    transformers-only eager run, with sentence-transformers blocked as where it is not installed."""
     import st_reference
 
     out = tmp_path / "out"
+    env = _blocked_sentence_transformers(tmp_path)
+    env.update(KILN_GPU_DEVICE="cpu", KILN_GPU_REQUIRED="1", KILN_BUILD_DIR=str(Path(runner).parent),
+               KILN_GPU_EMBED_PROGRAM=str(exported / "minilm.kiln"), KILN_GPU_EMBED_REPEAT="1", OUT=str(out))
     proc = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "gpu_embed.py"), "--device", "cpu", "--runner", runner,
-         "--program", str(exported / "minilm.kiln"), "--out", str(out), "--repeat", "1", "--work", str(tmp_path / "w")],
-        env=_blocked_sentence_transformers(tmp_path), capture_output=True, text=True, timeout=900,
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(REPO / "tests" / "gpu" / "test_examples_embed.py")],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "[gpu-embed] PASS" in proc.stdout
+    assert "3 passed" in proc.stdout, proc.stdout[-3000:]
     report = json.loads((out / "gpu_embed.json").read_text())
-    assert report["failures"] == []
+    batches = {row["batch"]: row for row in report["rows"]}
+    assert all(row["problems"] == [] for row in batches.values())
     n = len(st_reference.SENTENCES)
-    reference = report["batches"]["reference"]
+    reference = batches["reference"]
     assert len(reference["cos_vs_st"]) == len(reference["cos_vs_eager"]) == n and all(reference["ids_match_st"])
     assert min(reference["cos_vs_st"] + reference["cos_vs_eager"]) >= 0.9999
-    assert len(report["batches"]["short"]["cos_vs_st"]) == len(st_reference.SHORT_SENTENCES)
-    assert report["batches"]["short"]["kiln_ms"] > 0 and report["batches"]["short"]["eager_ms"] > 0
+    assert len(batches["short"]["cos_vs_st"]) == len(st_reference.SHORT_SENTENCES)
+    assert batches["short"]["kiln_ms"] > 0 and batches["short"]["eager_ms"] > 0
     table = (out / "gpu_embed_table.txt").read_text()
     assert "cos vs ST" in table and "latency per batch" in table
-    # What a person would see for examples/embed/README.md's command is in the log too.
-    assert "cosine similarity:" in proc.stdout
+    # What a person would see for examples/embed/README.md's command is in the table too.
+    assert "cosine similarity:" in table

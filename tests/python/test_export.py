@@ -23,7 +23,7 @@ import torch
 
 import kiln
 from kiln.exporter import CpuBackend, UnsupportedKernelsError
-from kiln.exporter import aoti_backend as ab
+from kiln.exporter.backends import aoti as ab
 from kiln.exporter.elf_imports import read_elf_imports
 from kiln.program import load
 

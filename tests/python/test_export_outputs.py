@@ -27,7 +27,7 @@ from kiln.exporter import (
     ParameterWriteWarning,
     UnsupportedOutputError,
 )
-from kiln.exporter import outputs as outputs_mod
+from kiln.exporter.passes import outputs as outputs_mod
 from kiln.output_tree import rebuild
 from kiln.program import DimSpec, TensorSpec
 

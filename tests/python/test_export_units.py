@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from kiln.exporter import aoti_backend as ab
 from kiln.exporter import elf_imports
-from kiln.exporter.aoti_backend import UnsupportedKernelsError, check_shim_imports
-from kiln.exporter.cpu_backend import CpuBackend, baked_omp_threads, compile_command_from_source
+from kiln.exporter.backends import aoti as ab
+from kiln.exporter.backends.aoti import UnsupportedKernelsError, check_shim_imports
+from kiln.exporter.backends.cpu import CpuBackend, baked_omp_threads, compile_command_from_source
+from kiln.exporter.backends.cuda import CudaBackend
+from kiln.exporter.backends.metal import MetalBackend
 from kiln.exporter.compile_specs import UnreadCompileSpecWarning, spec_bool, warn_unread_specs
-from kiln.exporter.cuda_backend import CudaBackend
-from kiln.exporter.metal_backend import MetalBackend
 from kiln.exporter.progress import Progress
 
 REPO = Path(__file__).resolve().parents[2]
@@ -257,7 +257,8 @@ def test_every_spec_a_backend_reads_is_declared():
     as unread while it works: keep the two in step."""
     import inspect
 
-    from kiln.exporter import cuda_backend, metal_backend
+    from kiln.exporter.backends import cuda as cuda_backend
+    from kiln.exporter.backends import metal as metal_backend
 
     pattern = re.compile(r"""(?:spec_bool\(compile_specs,\s*|compile_specs\.get\(|compile_specs\[|in compile_specs\b)""")
     key = re.compile(r"""spec_bool\(compile_specs,\s*"(\w+)"|compile_specs\.get\("(\w+)"|compile_specs\["(\w+)"\]|"(\w+)" in compile_specs""")
@@ -538,7 +539,7 @@ def test_poisoned_vec_isa_probe_is_detected(tmp_path):
     import torch
     import torch._inductor.cpu_vec_isa as vec
 
-    from kiln.exporter.cpu_backend import _poisoned_vec_isa_probes
+    from kiln.exporter.backends.cpu import _poisoned_vec_isa_probes
 
     user = tmp_path / "user.c"
     user.write_text("extern float Sleef_expf8_u10(float);\nfloat f(float x) { return Sleef_expf8_u10(x); }\n")

@@ -1,7 +1,7 @@
 """Unit tests of the GPU benchmark harness's pieces that need no GPU, no compile and no
 transformers: target ratios, the Markdown report, quantiles, argument filters, the plot
 data, and the transformer-block model. (The whole harness runs on CPU in its smoke
-mode, `bench/gpu_bench.py --device cpu --tiny`, which takes minutes: not in CI.)"""
+mode, `bench/models/gpu_bench.py --device cpu --tiny`, which takes minutes: not in CI.)"""
 
 import sys
 from pathlib import Path
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "models"
 sys.path.insert(0, str(BENCH))
 
 import gpu_bench  # noqa: E402

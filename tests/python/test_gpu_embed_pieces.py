@@ -1,5 +1,5 @@
-"""Pieces of the GPU embedding check that run anywhere: scripts/gpu_embed.py's comparison and
-examples/embed/export_minilm.py's check of the model package's sentence-transformers pipeline."""
+"""Pieces of the GPU embedding check that run anywhere: tests/gpu/embed_check.py's comparison
+and examples/embed/export_minilm.py's check of the model package's sentence-transformers pipeline."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "examples" / "embed"))
-sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "tests" / "gpu"))
 
 
 def _unit_rows(rng, rows: int, dim: int = 384) -> np.ndarray:
@@ -34,7 +34,7 @@ def test_row_cosines_against_a_direct_computation():
 
 
 def test_compare_and_problems_flag_exactly_the_bad_sentences():
-    import gpu_embed
+    import embed_check
 
     rng = np.random.default_rng(12)
     ref = _unit_rows(rng, 6)
@@ -43,8 +43,8 @@ def test_compare_and_problems_flag_exactly_the_bad_sentences():
     kiln_rows = ref[indices] + 1e-4 * rng.standard_normal((3, 384))  # within 0.9999
     kiln = {"embeddings": kiln_rows.tolist(), "token_ids": [[101, i, 102] for i in indices]}
     eager = ref[indices].copy()
-    good = gpu_embed.compare(kiln, eager, reference, indices)
-    assert gpu_embed.problems(good) == []
+    good = embed_check.compare(kiln, eager, reference, indices)
+    assert embed_check.problems(good) == []
     assert min(good["cos_vs_st"]) >= 0.9999 and all(good["ids_match_st"])
 
     # Sentence 1 of the batch drifts from the reference (not from eager); sentence 2 from eager.
@@ -53,14 +53,14 @@ def test_compare_and_problems_flag_exactly_the_bad_sentences():
     eager_bad = eager.copy()
     eager_bad[2] = -eager_bad[2]
     kiln_bad = {"embeddings": drifted.tolist(), "token_ids": [[101, 1, 102], [101, 3, 102], [101, 999, 102]]}
-    found = gpu_embed.problems(gpu_embed.compare(kiln_bad, eager_bad, reference, indices))
+    found = embed_check.problems(embed_check.compare(kiln_bad, eager_bad, reference, indices))
     assert any(p.startswith("cos_vs_st") and "sentences [1]" in p for p in found), found
     assert any(p.startswith("cos_vs_eager") and "[1, 2]" in p for p in found), found
     assert any("token ids differ" in p and "[2]" in p for p in found), found
     # NaN never passes.
     nan = kiln_rows.copy()
     nan[0, 0] = np.nan
-    assert gpu_embed.problems(gpu_embed.compare({"embeddings": nan.tolist(), "token_ids": kiln["token_ids"]},
+    assert embed_check.problems(embed_check.compare({"embeddings": nan.tolist(), "token_ids": kiln["token_ids"]},
                                                 eager, reference, indices))
 
 

@@ -22,6 +22,7 @@ input in another layout into it before running. Checked here with the real AOTIn
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import os
 import subprocess
@@ -106,9 +107,9 @@ def test_the_program_records_each_inputs_compiled_layout(program):
     assert meta["float32"].inputs[0].dim_order == meta["float32"].inputs[1].dim_order == ()
     # The same through the pure-Python reader and the CLI.
     methods = {m.name: m for m in load_program(path).methods}
-    assert methods["conv"].inputs[0].dim_order == [0, 2, 3, 1]
-    assert methods["float64"].inputs[1].dim_order == [1, 0]
-    assert methods["float32"].inputs[0].dim_order == []
+    assert methods["conv"].inputs[0].dim_order == (0, 2, 3, 1)
+    assert methods["float64"].inputs[1].dim_order == (1, 0)
+    assert methods["float32"].inputs[0].dim_order == ()
     text = subprocess.run([CLI, "inspect", str(path)], capture_output=True, text=True, timeout=120)
     assert text.returncode == 0, text.stderr
     assert "dim order (0, 2, 3, 1)" in text.stdout and "dim order (1, 0)" in text.stdout
@@ -254,7 +255,7 @@ def test_dim_order_round_trips_and_c_reads_what_python_writes(tmp_path):
     path = tmp_path / "orders.kiln"
     program([0, 2, 3, 1]).save(path)
     inputs = load_program(path).methods[0].inputs
-    assert inputs[0].dim_order == [0, 2, 3, 1] and inputs[1].dim_order == []
+    assert inputs[0].dim_order == (0, 2, 3, 1) and inputs[1].dim_order == ()
     meta = Module(path).method_meta("forward")  # the C++ reader, through the C API
     assert meta.inputs[0].dim_order == (0, 2, 3, 1) and meta.inputs[1].dim_order == ()
     for bad in ([0, 1, 2], [0, 1, 1, 2], [0, 1, 2, 4]):
@@ -262,7 +263,7 @@ def test_dim_order_round_trips_and_c_reads_what_python_writes(tmp_path):
             program(bad)
     # Written anyway (past add_method's check), both readers refuse it, naming the input.
     p = program([0, 2, 3, 1])
-    p.methods[0].inputs[0].dim_order = [0, 2, 2, 1]
+    p.methods[0].inputs[0] = dataclasses.replace(p.methods[0].inputs[0], dim_order=[0, 2, 2, 1])
     p.save(tmp_path / "bad.kiln")
     with pytest.raises(ValueError, match=r"inputs\[0\] 'image': dim_order \[0, 2, 2, 1\] is not a permutation"):
         load_program(tmp_path / "bad.kiln")
@@ -297,7 +298,7 @@ def test_pt2_package_compiled_for_channels_last(tmp_path):
     imported = tmp_path / "conv.kiln"
     done = subprocess.run([CLI, "import", str(path), "-o", str(imported)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert load_program(imported).methods[0].inputs[0].dim_order == [0, 2, 3, 1]
+    assert load_program(imported).methods[0].inputs[0].dim_order == (0, 2, 3, 1)
     x = random_tensor((2, 3, 8, 8), "float32", 70)
     want = eager(conv, x)
     for value in (x.contiguous(), x.contiguous(memory_format=torch.channels_last), x.numpy()):

@@ -1,4 +1,4 @@
-"""RMSNorm + linear fusion (kiln/exporter/norm_linear_fusion.py) into Kiln's op
+"""RMSNorm + linear fusion (kiln/exporter/passes/norm_linear_fusion.py) into Kiln's op
 kiln::rms_norm_linear: which linears it takes, that the op is called as the C shim
 aoti_torch_cpu_rms_norm_linear (no libtorch proxy executor), and that the fused program
 computes what eager does through AOTInductor + Kiln's runtime."""
@@ -14,7 +14,7 @@ import torch.nn.functional as F
 import kiln
 from kiln.exporter import CudaBackend
 from kiln.exporter.kiln_ops import RMS_NORM_LINEAR
-from kiln.exporter.norm_linear_fusion import fuse_norm_linear
+from kiln.exporter.passes.norm_linear_fusion import fuse_norm_linear
 from kiln.runtime import Module
 
 # Kiln's allocations start as NaN, so an output element the op leaves unwritten fails.
@@ -127,7 +127,7 @@ def test_fused_export_calls_the_c_shim_and_matches_eager(tmp_path, shape):
 
 
 def test_a_device_without_the_shim_refuses_the_spec():
-    from kiln.exporter.metal_backend import MetalBackend
+    from kiln.exporter.backends.metal import MetalBackend
 
     with pytest.raises(ValueError, match="aoti_torch_mps_rms_norm_linear"):
         MetalBackend().custom_passes({"fuse_norm_linear": "on"})

@@ -240,6 +240,28 @@ def test_defaults_of_specs():
     assert DimSpec(3) == DimSpec(3, False, 0, -1, "")
 
 
+def test_one_spec_type_for_writer_reader_and_runtime():
+    # kiln.runtime (ctypes, numpy) and kiln.program (file writer/reader) share kiln.spec's types,
+    # which import without torch or numpy.
+    code = (
+        "import sys\n"
+        "sys.modules['torch'] = None\n"
+        "sys.modules['numpy'] = None\n"
+        "import kiln.spec\n"
+        "assert kiln.spec.TensorSpec('x', 'float32', [kiln.spec.DimSpec(2)]).shape == (2,)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    from kiln import runtime
+
+    assert runtime.TensorSpec is TensorSpec and runtime.DimSpec is DimSpec
+    # Lists are kept as tuples, so specs from the file, the C API and the exporter compare equal.
+    spec = TensorSpec("x", "float32", [DimSpec(2, True, 1, 8, "b"), DimSpec(3)], [1, 0])
+    assert spec == TensorSpec("x", "float32", (DimSpec(2, True, 1, 8, "b"), DimSpec(3)), (1, 0))
+    assert spec.shape == (None, 3) and hash(spec) == hash(TensorSpec(**spec.__dict__))
+
+
 # ---- malformed files ---------------------------------------------------------------
 
 

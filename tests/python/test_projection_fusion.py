@@ -1,4 +1,4 @@
-"""Projection fusion (kiln/exporter/projection_fusion.py): which linears become one, the
+"""Projection fusion (kiln/exporter/passes/projection_fusion.py): which linears become one, the
 names their fused weights get, and that the fused program computes what eager does, on
 the graph and through AOTInductor + Kiln's runtime."""
 
@@ -11,7 +11,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import kiln
-from kiln.exporter.projection_fusion import fuse_projections
+from kiln.exporter.passes.projection_fusion import fuse_projections
 from kiln.runtime import Module
 
 # Kiln's allocations start as NaN, so an output element the fused program leaves unwritten fails.

@@ -315,7 +315,7 @@ def test_cuda_package_without_a_gpu_is_refused_at_load(blob_pkg, tmp_path):
     assert meta.metadata["AOTI_COMPUTE_CAPABILITY"] == "90"
     assert "cpu_isa" not in meta.metadata  # the CPU ISA check is for CPU libraries
     if Path("/dev/nvidiactl").exists():
-        pytest.skip("an NVIDIA GPU is present: the method would load on it (scripts/gpu-pt2.sh covers CUDA packages)")
+        pytest.skip("an NVIDIA GPU is present: the method would load on it (tests/gpu/test_pt2.py covers CUDA packages)")
     with pytest.raises(KilnError) as err:
         m.load_method("forward")
     assert err.value.status == "NotSupported"

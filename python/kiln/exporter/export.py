@@ -13,12 +13,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from kiln.exporter.aoti_backend import AotiBackend, CompiledMethod
+from kiln.exporter.backends import AotiBackend, CompiledMethod, backend_for
 from kiln.exporter.compile_specs import warn_unread_specs
-from kiln.exporter.cpu_backend import CpuBackend
-from kiln.exporter.cuda_backend import CudaBackend
-from kiln.exporter.metal_backend import MetalBackend
-from kiln.exporter.outputs import ContractMismatchError
+from kiln.exporter.passes.outputs import ContractMismatchError
 from kiln.exporter.progress import Progress
 
 __all__ = ["export", "KilnProgram", "backend_for", "check_contract", "LIBRARY_ALIGNMENT", "WEIGHTS_ALIGNMENT"]
@@ -27,25 +24,6 @@ __all__ = ["export", "KilnProgram", "backend_for", "check_contract", "LIBRARY_AL
 LIBRARY_ALIGNMENT = 64
 #: Weights may be mapped and handed to UpdateConstantsFromBlob in place: page alignment.
 WEIGHTS_ALIGNMENT = 4096
-
-_BACKENDS: dict[str, type[AotiBackend]] = {
-    "cpu": CpuBackend,
-    "cuda": CudaBackend,
-    "metal": MetalBackend,
-    "mps": MetalBackend,
-}
-
-
-def backend_for(backend: AotiBackend | str, progress: Progress | None = None) -> AotiBackend:
-    """A backend instance from a name ("cpu", "cuda", "metal"/"mps") or an instance."""
-    if isinstance(backend, AotiBackend):
-        if progress is not None:
-            backend.progress = progress
-        return backend
-    if not isinstance(backend, str) or backend.lower() not in _BACKENDS:
-        raise ValueError(f"unknown Kiln backend {backend!r}; expected one of {sorted(_BACKENDS)} or an AotiBackend")
-    return _BACKENDS[backend.lower()](progress=progress)
-
 
 def check_contract(compiled: CompiledMethod) -> None:
     """Raises ContractMismatchError unless the method's contract has as many inputs and outputs

@@ -3,12 +3,13 @@
 The runtime checks callers' tensors against this contract (dtype, rank, static sizes and
 the bounds of dynamic sizes) before handing them to the compiled library, which itself
 performs no such checks.  Everything here is read from the ExportedProgram as it will
-be compiled; what the library returns is planned in kiln.exporter.outputs, and the
+be compiled; what the library returns is planned in kiln.exporter.passes.outputs, and the
 library is checked against the contract before anything is packed.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import platform
 import sys
 from typing import Any
@@ -23,7 +24,7 @@ from torch.export.graph_signature import (
     TensorArgument,
 )
 
-from kiln.program import DimSpec, TensorSpec
+from kiln.spec import DimSpec, TensorSpec
 
 __all__ = [
     "dtype_name",
@@ -134,8 +135,7 @@ def input_specs(ep: ExportedProgram) -> list[TensorSpec]:
             raise NotImplementedError(f"user input {spec.arg!r} is not a tensor")
         val = nodes[spec.arg.name].meta.get("val")
         tensor_spec = _tensor_spec(spec.arg.name, val, ranges, "input")
-        tensor_spec.dim_order = input_dim_order(spec.arg.name, val)
-        specs.append(tensor_spec)
+        specs.append(dataclasses.replace(tensor_spec, dim_order=input_dim_order(spec.arg.name, val)))
     return specs
 
 
@@ -198,8 +198,8 @@ def input_dim_order(name: str, val: Any) -> list[int]:
 def output_specs(ep: ExportedProgram) -> list[TensorSpec]:
     """Contract of the outputs: the tensor leaves of the model's output in pytree order, named
     by their path in it ("logits", "state.0"); None and constants are not returned (see
-    kiln.exporter.outputs, which also refuses outputs no method can return)."""
-    from kiln.exporter.outputs import plan_outputs
+    kiln.exporter.passes.outputs, which also refuses outputs no method can return)."""
+    from kiln.exporter.passes.outputs import plan_outputs
 
     return plan_outputs(ep).specs
 

@@ -1,0 +1,328 @@
+// Decode-style matrix products (M = 1, bfloat16) through Kiln's
+// aoti_torch_cuda_mm_out shim, as a model library calls it with an nn.Linear
+// weight W [N, K] (mm(x, W^T)): the GEMV kernel against the cuBLASLt path,
+// with a device-to-device copy of the same weight bytes as the bandwidth
+// reference. Built with -DKILN_WITH_CUDA=ON as <build>/kiln-gemm-bench.
+//   <build>/kiln-gemm-bench
+// (a build directory copied from another machine first needs the library
+// paths of scripts/gpu_env.sh). PyTorch's F.linear on the same shapes:
+// bench/micro/gemm_bench_torch.py. The GEMM tests behind these paths run in
+// the GPU test suite (tests/gpu/test_cuda_unit.py).
+//
+// The two paths run in two child processes of this one, started with
+// KILN_CUDA_GEMV=1 and KILN_CUDA_GEMV=0 (the plugin reads the switch once per
+// process), each checking from Kiln's debug log that its products took the
+// path it is named after. Every timed call (and copy) starts with L2 flushed
+// by a memset of 4x the L2 size, outside the timed range, so weights come from
+// HBM as in a real decode step whose weights do not fit in L2; the time is the
+// median of 50 calls after 5 warm-up calls, between CUDA events on the stream.
+// GB/s counts bytes read (weights + x) and written (out) once; the copy's
+// counts its read and its write. "host us" is the shim's own CPU time per call
+// (200 calls enqueued back to back, no flush), where the cuBLASLt path pays
+// for its descriptors (and, without the algorithm cache, its heuristic).
+//
+// Exit status 1 when a product took the wrong path or a child failed.
+#include <cuda_runtime_api.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "shims/common/shim_abi.h"
+#include "shims/cuda/cuda_shims.h"
+#include "kiln/cuda.h"
+#include "kiln/dtype.h"
+#include "kiln/error.h"
+#include "kiln/log.h"
+
+namespace {
+
+#define CHECK_CUDA(expr)                                                                          \
+  do {                                                                                            \
+    const cudaError_t e_ = (expr);                                                                \
+    if (e_ != cudaSuccess) {                                                                      \
+      std::fprintf(stderr, "%s failed: %s (line %d)\n", #expr, cudaGetErrorString(e_), __LINE__); \
+      std::exit(1);                                                                               \
+    }                                                                                             \
+  } while (0)
+
+#define CHECK_SHIM(expr)                                                                                   \
+  do {                                                                                                     \
+    if ((expr) != 0) {                                                                                     \
+      std::fprintf(stderr, "%s failed: %s (line %d)\n", #expr, kiln::last_error_message().c_str(), __LINE__); \
+      std::exit(1);                                                                                        \
+    }                                                                                                      \
+  } while (0)
+
+constexpr int kWarmup = 5, kTimed = 50, kHostCalls = 200;
+
+struct Shape {
+  int64_t K, N;
+};
+// Gemma-like projections (hidden 2048: q/o, k/v, MLP up and down, the
+// embedding-sized output) plus a square 4096.
+const Shape kShapes[] = {{2048, 2048}, {2048, 256}, {2048, 8192}, {8192, 2048}, {2048, 32768}, {4096, 4096}};
+
+using MmFn = AOTITorchError (*)(AtenTensorHandle, AtenTensorHandle, AtenTensorHandle);
+
+// Memset target that evicts everything from L2 before each timed call.
+struct L2Flusher {
+  void* buf = nullptr;
+  size_t bytes = 0;
+  L2Flusher() {
+    int l2 = 0;
+    CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
+    bytes = std::max<size_t>(4 * static_cast<size_t>(l2), 64u << 20);
+    CHECK_CUDA(cudaMalloc(&buf, bytes));
+  }
+  ~L2Flusher() { cudaFree(buf); }
+  void flush(int i) const { CHECK_CUDA(cudaMemsetAsync(buf, i & 0xff, bytes, nullptr)); }
+};
+
+// Median milliseconds of `op` (enqueued on the legacy default stream) over
+// kTimed runs, each after an L2 flush.
+template <typename Op>
+double median_ms(const L2Flusher& l2, Op op) {
+  for (int i = 0; i < kWarmup; ++i) op();
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  std::vector<double> runs;
+  for (int i = 0; i < kTimed; ++i) {
+    l2.flush(i);
+    CHECK_CUDA(cudaEventRecord(start, nullptr));
+    op();
+    CHECK_CUDA(cudaEventRecord(stop, nullptr));
+    CHECK_CUDA(cudaEventSynchronize(stop));
+    float ms = 0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+    runs.push_back(ms);
+  }
+  CHECK_CUDA(cudaEventDestroy(start));
+  CHECK_CUDA(cudaEventDestroy(stop));
+  std::sort(runs.begin(), runs.end());
+  return runs[runs.size() / 2];
+}
+
+uint16_t to_bf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);  // nearest even; no NaNs here
+}
+
+float from_bf16(uint16_t b) {
+  const uint32_t x = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+AtenTensorHandle bf16_tensor(std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+  AtenTensorHandle h = nullptr;
+  CHECK_SHIM(aoti_torch_empty_strided(static_cast<int64_t>(sizes.size()), sizes.data(), strides.data(),
+                                      static_cast<int32_t>(kiln::DType::BFloat16), 1, 0, &h));
+  return h;
+}
+
+void* data_of(AtenTensorHandle h) {
+  void* p = nullptr;
+  CHECK_SHIM(aoti_torch_get_data_ptr(h, &p));
+  return p;
+}
+
+void fill_random(void* dst, size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<uint16_t> host(n);
+  for (auto& v : host) v = to_bf16(dist(rng));
+  CHECK_CUDA(cudaMemcpy(dst, host.data(), n * 2, cudaMemcpyHostToDevice));
+}
+
+// "gemv" or "cublaslt" from the debug line the plugin logs for one call.
+std::string path_of_call(MmFn mm, AtenTensorHandle out, AtenTensorHandle a, AtenTensorHandle b) {
+  std::fflush(stderr);
+  const int saved = dup(2);
+  FILE* capture = std::tmpfile();
+  if (saved < 0 || capture == nullptr) return "unknown";
+  dup2(fileno(capture), 2);
+  const kiln::LogLevel old = kiln::log_level();
+  kiln::set_log_level(kiln::LogLevel::Debug);
+  const AOTITorchError rc = mm(out, a, b);
+  kiln::set_log_level(old);
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  std::string log;
+  std::rewind(capture);
+  char buf[512];
+  size_t got;
+  while ((got = std::fread(buf, 1, sizeof buf, capture)) > 0) log.append(buf, got);
+  std::fclose(capture);
+  if (rc != 0) {
+    std::fprintf(stderr, "mm failed: %s\n", kiln::last_error_message().c_str());
+    std::exit(1);
+  }
+  const bool gemv = log.find(": GEMV kernel") != std::string::npos;
+  const bool lt = log.find(": cuBLASLt") != std::string::npos;
+  return gemv == lt ? "unknown" : gemv ? "gemv" : "cublaslt";
+}
+
+// Child: one line per shape, "ROW K N ms host_us sum abs_sum path".
+int run_child() {
+  if (!kiln::cuda::is_available()) {
+    std::fprintf(stderr, "no CUDA device through Kiln: %s\n", kiln::last_error_message().c_str());
+    return 1;
+  }
+  auto mm = reinterpret_cast<MmFn>(dlsym(RTLD_DEFAULT, "kiln_torch_cuda_mm_out"));
+  if (mm == nullptr) {
+    std::fprintf(stderr, "kiln_torch_cuda_mm_out is not in the global symbol scope\n");
+    return 1;
+  }
+  const L2Flusher l2;
+  for (const Shape& s : kShapes) {
+    // x [1, K]; W [N, K] row-major, seen by mm as b = W^T [K, N] (strides {1, K}).
+    AtenTensorHandle x = bf16_tensor({1, s.K}, {s.K, 1});
+    AtenTensorHandle b = bf16_tensor({s.K, s.N}, {1, s.K});
+    AtenTensorHandle out = bf16_tensor({1, s.N}, {s.N, 1});
+    fill_random(data_of(x), static_cast<size_t>(s.K), 1);
+    fill_random(data_of(b), static_cast<size_t>(s.K * s.N), 2);
+    const std::string path = path_of_call(mm, out, x, b);
+    const double ms = median_ms(l2, [&] { CHECK_SHIM(mm(out, x, b)); });
+
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kHostCalls; ++i) CHECK_SHIM(mm(out, x, b));
+    const auto t1 = std::chrono::steady_clock::now();
+    CHECK_CUDA(cudaDeviceSynchronize());
+    const double host_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / kHostCalls;
+
+    std::vector<uint16_t> host(static_cast<size_t>(s.N));
+    CHECK_CUDA(cudaMemcpy(host.data(), data_of(out), host.size() * 2, cudaMemcpyDeviceToHost));
+    double sum = 0, abs_sum = 0;
+    for (uint16_t v : host) {
+      sum += from_bf16(v);
+      abs_sum += std::fabs(from_bf16(v));
+    }
+    std::printf("ROW %lld %lld %.6f %.3f %.6e %.6e %s\n", static_cast<long long>(s.K), static_cast<long long>(s.N),
+                ms, host_us, sum, abs_sum, path.c_str());
+    std::fflush(stdout);
+    for (AtenTensorHandle h : {x, b, out}) aoti_torch_delete_tensor_object(h);
+  }
+  return 0;
+}
+
+struct Row {
+  double ms = 0, host_us = 0, sum = 0, abs_sum = 0;
+  std::string path;
+  bool ok = false;
+};
+
+// Runs this binary as a child with KILN_CUDA_GEMV=`gemv`; rows by shape index.
+std::vector<Row> run_mode(const std::string& self, const char* gemv, bool* failed) {
+  std::vector<Row> rows(std::size(kShapes));
+  const std::string cmd = std::string("KILN_CUDA_GEMV=") + gemv + " '" + self + "' --child";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) {
+    std::fprintf(stderr, "could not start %s\n", cmd.c_str());
+    *failed = true;
+    return rows;
+  }
+  char line[512];
+  while (std::fgets(line, sizeof line, pipe)) {
+    long long K = 0, N = 0;
+    Row r;
+    char path[32] = {};
+    if (std::sscanf(line, "ROW %lld %lld %lf %lf %lf %lf %31s", &K, &N, &r.ms, &r.host_us, &r.sum, &r.abs_sum,
+                    path) != 7)
+      continue;
+    r.path = path;
+    r.ok = true;
+    for (size_t i = 0; i < std::size(kShapes); ++i)
+      if (kShapes[i].K == K && kShapes[i].N == N) rows[i] = r;
+  }
+  if (pclose(pipe) != 0) {
+    std::fprintf(stderr, "%s failed\n", cmd.c_str());
+    *failed = true;
+  }
+  return rows;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--child") == 0) return run_child();
+  char self[4096] = {};
+  const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (len <= 0) {
+    std::fprintf(stderr, "cannot find this executable (/proc/self/exe)\n");
+    return 1;
+  }
+
+  bool failed = false;
+  const auto gemv = run_mode(self, "1", &failed);
+  const auto lt = run_mode(self, "0", &failed);
+
+  CHECK_CUDA(cudaSetDevice(0));
+  cudaDeviceProp prop{};
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  const L2Flusher l2;
+  // Peak copy bandwidth: 1 GiB device to device.
+  const size_t peak_bytes = size_t{1} << 30;
+  void *src = nullptr, *dst = nullptr;
+  CHECK_CUDA(cudaMalloc(&src, peak_bytes));
+  CHECK_CUDA(cudaMalloc(&dst, peak_bytes));
+  CHECK_CUDA(cudaMemset(src, 1, peak_bytes));
+  const double peak_ms =
+      median_ms(l2, [&] { CHECK_CUDA(cudaMemcpyAsync(dst, src, peak_bytes, cudaMemcpyDeviceToDevice, nullptr)); });
+  const double peak_gbs = 2.0 * static_cast<double>(peak_bytes) / (peak_ms * 1e6);
+
+  std::printf("%s (sm_%d%d, %d SMs, L2 %d MiB); bfloat16 x[1, K] @ W[N, K]^T through aoti_torch_cuda_mm_out\n",
+              prop.name, prop.major, prop.minor, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  std::printf("device-to-device copy of 1 GiB: %.3f ms = %.0f GB/s (read + write)\n", peak_ms, peak_gbs);
+  std::printf("ms: median of %d calls, L2 flushed before each; frac: of the copy GB/s of the same bytes\n\n", kTimed);
+  std::printf("%6s %6s %8s | %8s %7s | %8s %7s %6s %6s %7s | %8s %7s %6s %7s | %7s %9s\n", "K", "N", "MB",
+              "copy ms", "GB/s", "GEMV ms", "GB/s", "frac", "/peak", "host us", "Lt ms", "GB/s", "frac", "host us",
+              "speedup", "sum diff");
+  for (size_t i = 0; i < std::size(kShapes); ++i) {
+    const Shape& s = kShapes[i];
+    const double weight_bytes = 2.0 * static_cast<double>(s.K * s.N);
+    const double gemm_bytes = weight_bytes + 2.0 * static_cast<double>(s.K + s.N);
+    const auto bytes = static_cast<size_t>(weight_bytes);
+    const double copy_ms =
+        median_ms(l2, [&] { CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, nullptr)); });
+    const double copy_gbs = 2.0 * weight_bytes / (copy_ms * 1e6);
+    const Row& g = gemv[i];
+    const Row& l = lt[i];
+    if (!g.ok || !l.ok) {
+      std::printf("%6lld %6lld: missing results (gemv %s, cublaslt %s)\n", static_cast<long long>(s.K),
+                  static_cast<long long>(s.N), g.ok ? "ok" : "missing", l.ok ? "ok" : "missing");
+      failed = true;
+      continue;
+    }
+    if (g.path != "gemv" || l.path != "cublaslt") {
+      std::printf("%6lld %6lld: wrong path (KILN_CUDA_GEMV=1 took %s, =0 took %s)\n", static_cast<long long>(s.K),
+                  static_cast<long long>(s.N), g.path.c_str(), l.path.c_str());
+      failed = true;
+    }
+    const double g_gbs = gemm_bytes / (g.ms * 1e6), l_gbs = gemm_bytes / (l.ms * 1e6);
+    // Same inputs in both children: the output sums should agree to bf16 rounding.
+    const double sum_diff = std::fabs(g.sum - l.sum) / std::max(g.abs_sum, 1e-30);
+    std::printf("%6lld %6lld %8.1f | %8.4f %7.0f | %8.4f %7.0f %6.2f %6.2f %7.1f | %8.4f %7.0f %6.2f %7.1f | %6.2fx %9.1e\n",
+                static_cast<long long>(s.K), static_cast<long long>(s.N), weight_bytes / 1e6, copy_ms, copy_gbs, g.ms,
+                g_gbs, g_gbs / copy_gbs, g_gbs / peak_gbs, g.host_us, l.ms, l_gbs, l_gbs / copy_gbs, l.host_us,
+                l.ms / g.ms, sum_diff);
+  }
+  CHECK_CUDA(cudaFree(src));
+  CHECK_CUDA(cudaFree(dst));
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,11 @@
+"""Graph passes: rewrites of an ExportedProgram before AOTInductor compiles it.
+
+  outputs.py             what the library returns (the output contract) and the graph
+                         that returns exactly that; parameter writes removed
+  projection_fusion.py   linears reading one input become one product (compile spec
+                         ``fuse_projections``)
+  norm_linear_fusion.py  RMSNorm + linear become Kiln's fused op (``fuse_norm_linear``)
+  conv_decomposition.py  convolutions as im2col + matmul, for Triton-only CUDA libraries
+
+Backends (kiln.exporter.backends) choose which passes run.
+"""
