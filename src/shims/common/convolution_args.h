@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kiln/error.h"
+#include "kiln/export.h"
 
 namespace kiln::aoti {
 
@@ -25,8 +26,8 @@ struct ConvolutionArgs {
 };
 
 /// The checked arguments, or InvalidArgument naming the one that is wrong.
-/// `bias` is the bias's sizes when there is one.
-Result<ConvolutionArgs> convolution_args(std::span<const int64_t> input, std::span<const int64_t> weight,
+/// `bias` is the bias's sizes when there is one. Exported for the CUDA plugin.
+KILN_API Result<ConvolutionArgs> convolution_args(std::span<const int64_t> input, std::span<const int64_t> weight,
                                          std::optional<std::span<const int64_t>> bias, const int64_t* stride,
                                          int64_t stride_len, const int64_t* padding, int64_t padding_len,
                                          const int64_t* dilation, int64_t dilation_len, bool transposed,

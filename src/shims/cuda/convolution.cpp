@@ -184,8 +184,8 @@ Error convolution(const TensorRef& input, const TensorRef& weight, const TensorR
     return set_error(Error::InvalidArgument, "input, weight and bias must be on the same CUDA device");
   std::optional<std::span<const int64_t>> bias_sizes;
   if (bias) bias_sizes = bias->sizes;
-  KILN_ASSIGN_OR_RETURN(ConvolutionArgs args,
-                        convolution_args(input.sizes, weight.sizes, bias_sizes, stride, stride_len, padding,
+  KILN_ASSIGN_OR_RETURN(aoti::ConvolutionArgs args,
+                        aoti::convolution_args(input.sizes, weight.sizes, bias_sizes, stride, stride_len, padding,
                                          padding_len, dilation, dilation_len, transposed, output_padding,
                                          output_padding_len, groups));
   KILN_ASSIGN_OR_RETURN(cudnnDataType_t type, cudnn_type(input.dtype));

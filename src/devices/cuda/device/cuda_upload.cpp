@@ -66,7 +66,7 @@ unsigned upload_workers() {
 // on a background thread as the method starts loading. There the buffers are
 // one region of transparent huge pages registered with cudaHostRegister: the
 // driver pins 2 MiB per page instead of 4 KiB (7 ms for 32 MiB;
-// bench/h2d-upload-bench), in slices pinned in parallel and handed out one by
+// bench/micro/h2d_upload_bench.sh), in slices pinned in parallel and handed out one by
 // one, because the upload itself starts at once (WeightPlacement) and its
 // workers wait for buffers. Where that fails, and for buffers needed beyond
 // the prepared ones, take() pins with cudaHostAlloc.

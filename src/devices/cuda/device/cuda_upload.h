@@ -8,7 +8,7 @@
 // other (cudaMemcpyAsync on the worker's own stream), so CPU copies run in
 // parallel and overlap the transfers.
 //
-// Sizes come from bench/h2d-upload-bench on an H100 host (16 cores, 2.4 GB
+// Sizes come from bench/micro/h2d_upload_bench.sh on an H100 host (16 cores, 2.4 GB
 // page-cached blob, pinned ceiling 55 GB/s): 8 workers with 2 MiB chunks copy
 // at 47 GB/s against 29 GB/s for 4 workers with 8 MiB; pinning the buffers
 // costs ~0.5 ms per MiB with cudaHostAlloc, so they are kept for the process
