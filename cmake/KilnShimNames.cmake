@@ -8,29 +8,31 @@
 # of the model library. The functions keep their aoti_torch_* names in the
 # source; these generated files make the exported aliases.
 
-# kiln_read_shim_list(<list file> <out var>): the names in a supported-shims file.
-function(kiln_read_shim_list list_file out_var)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${list_file})
-  file(STRINGS ${list_file} _lines)
+# kiln_read_shim_list(<out var> <list files...>): the names in shim lists.
+function(kiln_read_shim_list out_var)
   set(_names "")
-  foreach(_line IN LISTS _lines)
-    string(STRIP "${_line}" _name)
-    if(_name STREQUAL "" OR _name MATCHES "^#")
-      continue()
-    endif()
-    if(NOT _name MATCHES "^aoti_torch_[A-Za-z0-9_]+$")
-      message(FATAL_ERROR "${list_file}: '${_name}' is not an aoti_torch_* name")
-    endif()
-    list(APPEND _names ${_name})
+  foreach(list_file IN LISTS ARGN)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${list_file})
+    file(STRINGS ${list_file} _lines)
+    foreach(_line IN LISTS _lines)
+      string(STRIP "${_line}" _name)
+      if(_name STREQUAL "" OR _name MATCHES "^#")
+        continue()
+      endif()
+      if(NOT _name MATCHES "^aoti_torch_[A-Za-z0-9_]+$")
+        message(FATAL_ERROR "${list_file}: '${_name}' is not an aoti_torch_* name")
+      endif()
+      list(APPEND _names ${_name})
+    endforeach()
   endforeach()
   set(${out_var} ${_names} PARENT_SCOPE)
 endfunction()
 
-# kiln_shim_alias_script(<list file> <output .ld>): a linker script defining
-# kiln_torch_X as an alias of aoti_torch_X for every listed name.
-function(kiln_shim_alias_script list_file output)
-  kiln_read_shim_list(${list_file} _names)
-  set(_text "/* Generated from ${list_file}: exported aliases of the shims (cmake/KilnShimNames.cmake). */\n")
+# kiln_shim_alias_script(<output .ld> <list files...>): a linker script
+# defining kiln_torch_X as an alias of aoti_torch_X for every listed name.
+function(kiln_shim_alias_script output)
+  kiln_read_shim_list(_names ${ARGN})
+  set(_text "/* Generated from the shim lists: exported aliases of the shims (cmake/KilnShimNames.cmake). */\n")
   foreach(_name IN LISTS _names)
     string(REGEX REPLACE "^aoti_torch_" "kiln_torch_" _alias ${_name})
     string(APPEND _text "${_alias} = ${_name};\n")
@@ -38,11 +40,11 @@ function(kiln_shim_alias_script list_file output)
   file(CONFIGURE OUTPUT ${output} CONTENT "${_text}" @ONLY)
 endfunction()
 
-# kiln_shim_rename_header(<list file> <output .h>): #defines that make code
+# kiln_shim_rename_header(<output .h> <list files...>): #defines that make code
 # outside libkiln (the CUDA plugin) call libkiln's shims by their exported names.
-function(kiln_shim_rename_header list_file output)
-  kiln_read_shim_list(${list_file} _names)
-  set(_text "/* Generated from ${list_file} (cmake/KilnShimNames.cmake). */\n#pragma once\n")
+function(kiln_shim_rename_header output)
+  kiln_read_shim_list(_names ${ARGN})
+  set(_text "/* Generated from the shim lists (cmake/KilnShimNames.cmake). */\n#pragma once\n")
   foreach(_name IN LISTS _names)
     string(REGEX REPLACE "^aoti_torch_" "kiln_torch_" _alias ${_name})
     string(APPEND _text "#define ${_name} ${_alias}\n")

@@ -7,6 +7,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "kiln/runtime.h"
 #include "kiln/signing.h"
 
 namespace kiln::tools {
@@ -20,8 +21,8 @@ const char kVerifyUsage[] =
     "the reason) when anything does not.\n"
     "\n"
     "  --trust FILE  trusted public key(s): a .pub file from `kiln keygen` or a\n"
-    "                file of such lines (repeat for more); KILN_TRUSTED_KEYS\n"
-    "                (':'-separated files) is used when none is given\n"
+    "                file of such lines (repeat for more); setting trusted_keys\n"
+    "                (KILN_TRUSTED_KEYS: ':'-separated files) when none is given\n"
     "  --data FILE   external data file the program names (repeat, in order)\n";
 
 int verify_command(std::span<const std::string> args) {
@@ -40,15 +41,17 @@ int verify_command(std::span<const std::string> args) {
         kVerifyUsage);
   std::vector<std::string> key_files = parsed.all("--trust");
   if (key_files.empty()) {
-    const char* env = std::getenv("KILN_TRUSTED_KEYS");
-    for (std::string_view list = env ? env : ""; !list.empty();) {
+    auto setting = Runtime::default_runtime()->get("trusted_keys");
+    const std::string configured = setting.ok() ? std::get<std::string>(*setting) : std::string();
+    for (std::string_view list = configured; !list.empty();) {
       const size_t colon = list.find(':');
       if (colon != 0) key_files.emplace_back(list.substr(0, colon));
       list = colon == std::string_view::npos ? std::string_view() : list.substr(colon + 1);
     }
   }
   if (key_files.empty())
-    return usage_error("verify", "missing --trust KEYS.pub (and KILN_TRUSTED_KEYS is not set)", kVerifyUsage);
+    return usage_error("verify", "missing --trust KEYS.pub (and setting trusted_keys, KILN_TRUSTED_KEYS, is empty)",
+                       kVerifyUsage);
   const std::string& path = parsed.positional[0];
 
   std::vector<PublicKey> trusted;

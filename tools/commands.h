@@ -25,4 +25,7 @@ int sign_command(std::span<const std::string> args);
 extern const char kVerifyUsage[];
 int verify_command(std::span<const std::string> args);
 
+extern const char kSettingsUsage[];
+int settings_command(std::span<const std::string> args);
+
 }  // namespace kiln::tools

@@ -33,6 +33,8 @@ constexpr CommandEntry kCommands[] = {
     {"sign", "sign a program file with a secret key", kiln::tools::kSignUsage, &kiln::tools::sign_command},
     {"verify", "check a program's signature and digests against trusted keys", kiln::tools::kVerifyUsage,
      &kiln::tools::verify_command},
+    {"settings", "list the runtime's settings, their defaults and their values", kiln::tools::kSettingsUsage,
+     &kiln::tools::settings_command},
 };
 
 std::string general_usage() {

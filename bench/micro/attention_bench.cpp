@@ -25,8 +25,8 @@
 #include <string>
 #include <vector>
 
-#include "devices/cuda/ops/attention_kernel.h"
-#include "devices/cuda/ops/attention_mma_kernel.h"
+#include "devices/cuda/kernels/attention_kernel.h"
+#include "devices/cuda/kernels/attention_mma_kernel.h"
 
 namespace {
 

@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import json
 import os
 import platform
@@ -59,6 +58,7 @@ import tempfile
 import threading
 import time
 import traceback
+import types
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -302,67 +302,30 @@ def max_rel_err(got: list[torch.Tensor], want: list[torch.Tensor]) -> float:
     return err
 
 
-# ------------------------------------------------------------------------------ Kiln's CUDA plugin
-
-
-class _MemStats(ctypes.Structure):
-    _fields_ = [("bytes_in_use", ctypes.c_uint64), ("peak_bytes_in_use", ctypes.c_uint64),
-                ("bytes_reserved", ctypes.c_uint64), ("allocations_in_use", ctypes.c_uint64)]
-
-
-_I32 = ctypes.c_int32
-_FN = ctypes.CFUNCTYPE
-
-
-class _PluginApi(ctypes.Structure):
-    """KilnCudaPluginApi (src/devices/cuda/cuda_plugin_api.h), versions 1-2; members only append."""
-
-    _fields_ = [
-        ("version", ctypes.c_uint32), ("size", ctypes.c_uint32),
-        ("device_count", _FN(_I32)),
-        ("memory_stats", _FN(_I32, _I32, ctypes.POINTER(_MemStats))),
-        ("reset_peak_memory_stats", _FN(_I32, _I32)),
-        ("release_cached_memory", _FN(_I32, _I32)),
-        ("set_allow_tf32", ctypes.c_void_p), ("allow_tf32", ctypes.c_void_p), ("copy_strided", ctypes.c_void_p),
-        ("compute_capability", ctypes.c_void_p), ("create_stream", ctypes.c_void_p),
-        ("destroy_stream", ctypes.c_void_p), ("current_stream", ctypes.c_void_p),
-        ("set_current_stream", _FN(_I32, _I32, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p))),
-    ]
+# ------------------------------------------------------------------------------ Kiln's CUDA device
 
 
 class KilnCuda:
-    """Kiln's memory statistics and per-thread stream through libkiln_cuda.so's function
-    table (the plugin libkiln has already loaded: dlopen returns the same handle)."""
+    """Kiln's allocator statistics and per-thread stream, through the C API
+    (kiln.runtime.cuda)."""
 
     def __init__(self):
-        from kiln.runtime import library_path, version
+        from kiln import runtime
 
-        version()  # loads libkiln (RTLD_GLOBAL) first: the plugin resolves its symbols there
-        path = Path(os.environ.get("KILN_CUDA_PLUGIN") or Path(library_path()).parent / "libkiln_cuda.so")
-        lib = ctypes.CDLL(str(path), mode=ctypes.RTLD_GLOBAL)
-        fn = lib.kiln_cuda_plugin_api
-        fn.restype = ctypes.POINTER(_PluginApi)
-        self.api = fn().contents
-        self.version = self.api.version
+        self._cuda = runtime.cuda
+        self.version = runtime.abi_version()
 
     def reset_peak(self):
-        self.api.reset_peak_memory_stats(0)
+        self._cuda.reset_peak_memory_stats(0)
 
-    def stats(self) -> _MemStats:
-        out = _MemStats()
-        if self.api.memory_stats(0, ctypes.byref(out)) != 0:
-            raise RuntimeError("kiln memory_stats failed")
-        return out
+    def stats(self) -> types.SimpleNamespace:
+        return types.SimpleNamespace(**self._cuda.memory_stats(0))
 
     def release_cached(self):
-        self.api.release_cached_memory(0)
+        self._cuda.release_cached_memory(0)
 
     def set_current_stream(self, stream_ptr: int):
-        if self.version < 2:
-            raise RuntimeError(f"Kiln CUDA plugin API version {self.version} has no set_current_stream")
-        prev = ctypes.c_void_p()
-        if self.api.set_current_stream(0, ctypes.c_void_p(stream_ptr), ctypes.byref(prev)) != 0:
-            raise RuntimeError("kiln set_current_stream failed")
+        self._cuda.set_current_stream(stream_ptr, 0)
 
 
 # ------------------------------------------------------------------------------ engines

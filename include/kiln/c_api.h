@@ -419,6 +419,101 @@ KILN_API kiln_status_t kiln_module_execute(kiln_module_t* module, const char* na
  *  valid. NULL is a no-op. */
 KILN_API void kiln_module_free(kiln_module_t* module) KILN_NOEXCEPT;
 
+/* ------------------------------------------------------------------------ */
+/* Runtimes and settings (since ABI version 2)                               */
+/* ------------------------------------------------------------------------ */
+
+/** The context modules run in: the devices, backends and program importers of
+ *  this build and the settings (docs/settings.md). Modules share ownership of
+ *  their runtime, so it may be freed while modules of it live. Thread-safe. */
+typedef struct kiln_runtime_t kiln_runtime_t;
+
+/** Creates a runtime, reading the environment (KILN_<SETTING>) now.
+ *  KILN_ERROR_INVALID_ARGUMENT naming the variable when one does not parse.
+ *  \param[out] out new runtime; caller frees with kiln_runtime_free. */
+KILN_API kiln_status_t kiln_runtime_create(kiln_runtime_t** out) KILN_NOEXCEPT;
+
+/** A new handle on the process's default runtime (the one kiln_module_create
+ *  uses). \param[out] out caller frees with kiln_runtime_free. */
+KILN_API kiln_status_t kiln_runtime_default(kiln_runtime_t** out) KILN_NOEXCEPT;
+
+/** Sets a setting. A process-scope setting changes it for the whole process,
+ *  a runtime-scope one for this runtime's modules (docs/settings.md). A string
+ *  is parsed for bool and int settings. KILN_ERROR_INVALID_ARGUMENT for an
+ *  unknown name or a value of the wrong type; KILN_ERROR_INVALID_STATE when
+ *  the environment fixes the setting. */
+KILN_API kiln_status_t kiln_runtime_set_bool(kiln_runtime_t* runtime, const char* name, bool value) KILN_NOEXCEPT;
+KILN_API kiln_status_t kiln_runtime_set_int(kiln_runtime_t* runtime, const char* name, int64_t value) KILN_NOEXCEPT;
+KILN_API kiln_status_t kiln_runtime_set_string(kiln_runtime_t* runtime, const char* name,
+                                               const char* value) KILN_NOEXCEPT;
+
+/** A setting's value as text ("true"/"false", a decimal integer, or the
+ *  string), written NUL-terminated into `buffer` of `capacity` bytes (cut to
+ *  fit; `buffer` may be NULL when `capacity` is 0). `*length` gets the full
+ *  length without the NUL, so a call with capacity 0 asks for the size.
+ *  KILN_ERROR_NOT_FOUND for an unknown name. */
+KILN_API kiln_status_t kiln_runtime_get_setting(const kiln_runtime_t* runtime, const char* name, char* buffer,
+                                                size_t capacity, size_t* length) KILN_NOEXCEPT;
+
+/** Releases this handle. NULL is a no-op. */
+KILN_API void kiln_runtime_free(kiln_runtime_t* runtime) KILN_NOEXCEPT;
+
+/** Number of settings in the table. */
+KILN_API size_t kiln_setting_count(void) KILN_NOEXCEPT;
+
+/** The index-th setting: its name, type ("bool", "int", "string" or the
+ *  '|'-separated words of a choice), default as text, scope ("process" or
+ *  "runtime") and one line of documentation. Every string is static. Any
+ *  output pointer may be NULL. */
+KILN_API kiln_status_t kiln_setting_describe(size_t index, const char** name, const char** type,
+                                             const char** default_value, const char** scope,
+                                             const char** doc) KILN_NOEXCEPT;
+
+/** Like kiln_module_create, for a module of `runtime` (NULL: the default). */
+KILN_API kiln_status_t kiln_module_create_with_runtime(kiln_runtime_t* runtime, const char* path,
+                                                       const char* const* data_files, size_t n_data_files,
+                                                       kiln_module_t** out) KILN_NOEXCEPT;
+
+/** A module of the program in `data` (`size` bytes of a .kiln program with
+ *  its weights inside, or of a PyTorch .pt2 package), for `runtime` (NULL:
+ *  the default). The bytes are copied at once into a sealed in-memory file,
+ *  so the caller may free them on return, and nothing can change them later.
+ *  \param[out] out new module; caller frees with kiln_module_free. */
+KILN_API kiln_status_t kiln_module_create_from_buffer(kiln_runtime_t* runtime, const void* data, size_t size,
+                                                      kiln_module_t** out) KILN_NOEXCEPT;
+
+/* ------------------------------------------------------------------------ */
+/* CUDA (since ABI version 2)                                                */
+/* ------------------------------------------------------------------------ */
+/* Answered by the CUDA plugin, loaded on first use; KILN_ERROR_NOT_SUPPORTED
+ * (the message says why) where there is no usable GPU or CUDA build. Streams
+ * are cudaStream_t values passed as void*. Thread-safe. */
+
+/** Number of visible GPUs (0 without CUDA). */
+KILN_API int32_t kiln_cuda_device_count(void) KILN_NOEXCEPT;
+
+/** The calling thread's current stream on `device` as Kiln sees it (NULL: the
+ *  legacy default stream). Methods loaded with aoti option stream="caller"
+ *  run on it. */
+KILN_API kiln_status_t kiln_cuda_current_stream(int32_t device, void** out) KILN_NOEXCEPT;
+
+/** Sets the calling thread's current stream on `device` (borrowed: it must
+ *  outlive its use); `previous` (may be NULL) gets the one it replaces. */
+KILN_API kiln_status_t kiln_cuda_set_current_stream(int32_t device, void* stream, void** previous) KILN_NOEXCEPT;
+
+/** Counters of Kiln's caching allocator on `device`: bytes of live
+ *  allocations, their peak since start or the last reset, bytes the pool holds
+ *  from the driver, live allocations. Any output may be NULL. */
+KILN_API kiln_status_t kiln_cuda_memory_stats(int32_t device, uint64_t* bytes_in_use, uint64_t* peak_bytes_in_use,
+                                              uint64_t* bytes_reserved, uint64_t* allocations_in_use) KILN_NOEXCEPT;
+
+/** Sets the peak to the bytes now in use on `device`. */
+KILN_API kiln_status_t kiln_cuda_reset_peak_memory_stats(int32_t device) KILN_NOEXCEPT;
+
+/** Waits for `device` to be idle and gives the allocator's cached free memory
+ *  back to the driver. */
+KILN_API kiln_status_t kiln_cuda_release_cached_memory(int32_t device) KILN_NOEXCEPT;
+
 #ifdef __cplusplus
 }  /* extern "C" */
 #endif

@@ -1,8 +1,10 @@
 // CUDA-specific controls and statistics. Free of CUDA headers: these calls are
-// answered by the CUDA device plugin (libkiln_cuda.so) when it is loaded, and
-// fail with Error::NotSupported (message says why) when it is not: Kiln was
-// built without CUDA, the plugin or the CUDA runtime library is missing, or
-// no GPU is visible.
+// answered by the CUDA device plugin (libkiln_cuda.so), loaded on the first
+// call, and fail with Error::NotSupported (message says why) when it cannot
+// be: Kiln was built without CUDA, the plugin or the CUDA runtime library is
+// missing, no GPU is visible, or KILN_DISABLE_CUDA is set. (A Runtime whose
+// own setting disable_cuda is on runs nothing on CUDA; these calls still
+// answer for the process.)
 //
 // Thread-safety: every function here may be called from any thread.
 #pragma once
@@ -41,9 +43,10 @@ KILN_API Error reset_peak_memory_stats(int device);
 KILN_API Error release_cached_memory(int device);
 
 /// Whether float32 matrix products (cuBLASLt) and convolutions (cuDNN) may use
-/// TF32 tensor cores. Default off (like torch.backends.cuda.matmul.allow_tf32),
-/// unless the environment variable KILN_CUDA_ALLOW_TF32 is 1/true/on when the
-/// plugin loads. Process-wide; affects calls made after it returns.
+/// TF32 tensor cores: setting cuda_allow_tf32 (docs/settings.md). Default off
+/// (like torch.backends.cuda.matmul.allow_tf32). Process-wide; affects calls
+/// made after it returns. InvalidState when KILN_CUDA_ALLOW_TF32 fixes it.
+/// Works whether or not CUDA is available.
 KILN_API Error set_allow_tf32(bool allow);
 KILN_API Result<bool> allow_tf32();
 

@@ -1,6 +1,7 @@
-// Levelled logging to stderr. The level comes from set_log_level() or the
-// KILN_LOG_LEVEL environment variable (debug, info, warning, error, off);
-// default warning. Thread-safe.
+// Levelled logging to stderr. The level is setting log_level
+// (docs/settings.md: debug, info, warning, error, off; default warning), set
+// here, through a Runtime, or by the environment (KILN_LOG_LEVEL, which then
+// fixes it: set_log_level does nothing). Thread-safe.
 #pragma once
 
 #include <string_view>

@@ -5,8 +5,9 @@
 //   auto outputs = module.forward({input});
 //
 // Ownership: a Module owns its opened ProgramFile, its deep copy of the load
-// options, and every loaded method (library, container, weights). Tensors it
-// returns own their memory and outlive the Module.
+// options, and every loaded method (library, container, weights), and shares
+// ownership of its Runtime (kiln/runtime.h). Tensors it returns own their
+// memory and outlive the Module.
 // Thread safety: load/load_method/unload_method must not race with anything
 // else on the same Module; execute may be called from several threads at once
 // on loaded methods (each method serialises or parallelises as its backend
@@ -16,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,11 +26,13 @@
 #include "kiln/error.h"
 #include "kiln/export.h"
 #include "kiln/program_file.h"
+#include "kiln/runtime.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
 
 class MethodExecutor;
+class SealedFile;
 
 /// Name under which load() takes options for the program itself rather than
 /// for a backend (LoadBackendOptionsMap::set_options(kProgramOptions, ...)):
@@ -38,15 +42,29 @@ class MethodExecutor;
 ///                              before any library is loaded
 ///   trusted_keys       string  public key lines (the text of .pub files)
 ///   trusted_keys_file  string  trusted-keys files, ':'-separated
-/// The environment adds to this: KILN_REQUIRE_SIGNATURE=1 requires a signature
-/// for every program, KILN_TRUSTED_KEYS lists more trusted-keys files.
+/// The runtime's settings add to this: require_signature requires a signature
+/// for every program, trusted_keys lists more trusted-keys files (also from the
+/// environment: KILN_REQUIRE_SIGNATURE=1, KILN_TRUSTED_KEYS; docs/settings.md).
 /// See kiln/signing.h and docs/program-format.md, "Signatures".
 inline constexpr std::string_view kProgramOptions = "program";
 
 class KILN_API Module {
  public:
   /// Nothing is read until load(). `data_files`: external weight files.
-  explicit Module(std::string path, std::vector<std::string> data_files = {});
+  /// `runtime` must not be null.
+  Module(std::shared_ptr<Runtime> runtime, std::string path, std::vector<std::string> data_files = {});
+  /// A module of Runtime::default_runtime().
+  explicit Module(std::string path, std::vector<std::string> data_files = {})
+      : Module(Runtime::default_runtime(), std::move(path), std::move(data_files)) {}
+  /// A module of the program in `bytes` (a .kiln program with its weights
+  /// inside, or a PyTorch .pt2 package), copied at once into a sealed
+  /// in-memory file: the caller may free `bytes` on return, and nothing can
+  /// change the program afterwards. Messages name it by that file's path
+  /// (/proc/self/fd/N). NotSupported where the system has no sealed
+  /// in-memory files (memfd_create, Linux 3.17+).
+  static Result<std::unique_ptr<Module>> from_bytes(std::shared_ptr<Runtime> runtime,
+                                                    std::span<const uint8_t> bytes);
+
   ~Module();
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
@@ -120,6 +138,8 @@ class KILN_API Module {
   // `asked_before`: an earlier load() asked for a signature.
   Error try_load(const LoadBackendOptionsMap& options, bool asked_before);
 
+  std::shared_ptr<Runtime> runtime_;
+  std::unique_ptr<SealedFile> memory_file_;  // holds the program of from_bytes; path_ names it
   std::string path_;
   std::vector<std::string> data_files_;
   std::shared_ptr<const ProgramFile> program_;

@@ -4,11 +4,15 @@ Needs neither torch nor a compiler; numpy is needed only to pass Python lists/sc
 numpy outputs (the default).
 
     import numpy as np
-    from kiln.runtime import Module
+    from kiln.runtime import Module, Runtime
 
     module = Module("mlp.kiln")
     module.load()
     (y,) = module.forward(np.ones((4, 16), dtype=np.float32))
+
+    strict = Runtime(require_signature=True, trusted_keys="release.pub")   # settings: docs/settings.md
+    signed = Module("model.kiln", runtime=strict)
+    in_memory = Module.from_bytes(open("model.kiln", "rb").read())
 
 Inputs may be numpy arrays, torch tensors or anything implementing ``__dlpack__``, in any
 layout (transposed, sliced, Fortran order, broadcast with stride 0, offset views). They are
@@ -46,6 +50,10 @@ from kiln.spec import DimSpec, TensorSpec
 
 __all__ = [
     "KilnError",
+    "Runtime",
+    "Setting",
+    "settings",
+    "cuda",
     "Module",
     "MethodMeta",
     "TensorSpec",
@@ -116,6 +124,30 @@ _PROTOTYPES: dict[str, tuple[Any, list[Any]]] = {
     "kiln_tensor_dtype": (_STATUS, [_P, ctypes.POINTER(ctypes.c_int32)]),
     "kiln_tensor_device": (_STATUS, [_P, ctypes.POINTER(ctypes.c_int32), ctypes.POINTER(ctypes.c_int32)]),
     "kiln_module_create": (_STATUS, [_STR, ctypes.POINTER(_STR), _SIZE, ctypes.POINTER(_P)]),
+    "kiln_module_create_with_runtime": (_STATUS, [_P, _STR, ctypes.POINTER(_STR), _SIZE, ctypes.POINTER(_P)]),
+    "kiln_module_create_from_buffer": (_STATUS, [_P, _P, _SIZE, ctypes.POINTER(_P)]),
+    "kiln_runtime_create": (_STATUS, [ctypes.POINTER(_P)]),
+    "kiln_runtime_default": (_STATUS, [ctypes.POINTER(_P)]),
+    "kiln_runtime_set_bool": (_STATUS, [_P, _STR, ctypes.c_bool]),
+    "kiln_runtime_set_int": (_STATUS, [_P, _STR, ctypes.c_int64]),
+    "kiln_runtime_set_string": (_STATUS, [_P, _STR, _STR]),
+    "kiln_runtime_get_setting": (_STATUS, [_P, _STR, ctypes.c_char_p, _SIZE, ctypes.POINTER(_SIZE)]),
+    "kiln_runtime_free": (None, [_P]),
+    "kiln_setting_count": (_SIZE, []),
+    "kiln_setting_describe": (
+        _STATUS,
+        [_SIZE, ctypes.POINTER(_STR), ctypes.POINTER(_STR), ctypes.POINTER(_STR), ctypes.POINTER(_STR),
+         ctypes.POINTER(_STR)],
+    ),
+    "kiln_cuda_device_count": (ctypes.c_int32, []),
+    "kiln_cuda_current_stream": (_STATUS, [ctypes.c_int32, ctypes.POINTER(_P)]),
+    "kiln_cuda_set_current_stream": (_STATUS, [ctypes.c_int32, _P, ctypes.POINTER(_P)]),
+    "kiln_cuda_memory_stats": (
+        _STATUS,
+        [ctypes.c_int32] + [ctypes.POINTER(ctypes.c_uint64)] * 4,
+    ),
+    "kiln_cuda_reset_peak_memory_stats": (_STATUS, [ctypes.c_int32]),
+    "kiln_cuda_release_cached_memory": (_STATUS, [ctypes.c_int32]),
     "kiln_module_load": (_STATUS, [_P, _P]),
     "kiln_module_load_method": (_STATUS, [_P, _STR, _P]),
     "kiln_module_unload_method": (_STATUS, [_P, _STR]),
@@ -445,16 +477,153 @@ def _from_kiln_tensor(lib: ctypes.CDLL, handle: ctypes.c_void_p, output: str) ->
 # ---- module ---------------------------------------------------------------------------------
 
 
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One entry of the runtime's settings table (docs/settings.md)."""
+
+    name: str
+    type: str  # "bool", "int", "string", or a choice's words separated by "|"
+    default: str
+    scope: str  # "process" (the whole process) or "runtime" (one Runtime's modules)
+    doc: str
+
+    @property
+    def environment_variable(self) -> str:
+        return "KILN_" + self.name.upper()
+
+
+def settings() -> list[Setting]:
+    """The settings table of the loaded libkiln."""
+    lib = _library()
+    out = []
+    for i in range(lib.kiln_setting_count()):
+        fields = [_STR() for _ in range(5)]
+        _check(lib.kiln_setting_describe(i, *(ctypes.byref(f) for f in fields)))
+        out.append(Setting(*(_text(f.value) for f in fields)))
+    return out
+
+
+class Runtime:
+    """The context modules run in: this build's devices, backends and importers, and the settings
+    (docs/settings.md). ``Runtime(**settings)`` makes a new one (reading the environment, which
+    overrides); ``Runtime.default()`` is the one modules use when given none. A module keeps its
+    runtime alive.
+
+    Process-scope settings (log level, CUDA plugin, host memory, library paths) change the whole
+    process whichever runtime sets them; runtime-scope ones (signature policy, ``disable_cuda``)
+    apply to this runtime's modules."""
+
+    def __init__(self, **settings: bool | int | str):
+        self._lib = _library()
+        self._handle = _P()
+        _check(self._lib.kiln_runtime_create(ctypes.byref(self._handle)))
+        for name, value in settings.items():
+            self.set(name, value)
+
+    @classmethod
+    def default(cls) -> "Runtime":
+        runtime = cls.__new__(cls)
+        runtime._lib = _library()
+        runtime._handle = _P()
+        _check(runtime._lib.kiln_runtime_default(ctypes.byref(runtime._handle)))
+        return runtime
+
+    def set(self, name: str, value: bool | int | str) -> None:
+        """Sets a setting (KilnError InvalidArgument for an unknown name or a wrong type,
+        InvalidState when the environment fixes it)."""
+        key = name.encode()
+        if isinstance(value, bool):
+            _check(self._lib.kiln_runtime_set_bool(self._handle, key, value))
+        elif isinstance(value, int):
+            _check(self._lib.kiln_runtime_set_int(self._handle, key, value))
+        elif isinstance(value, str):
+            _check(self._lib.kiln_runtime_set_string(self._handle, key, value.encode()))
+        else:
+            raise TypeError(f"setting {name!r}: a bool, int or str, not {type(value).__name__}")
+
+    def get(self, name: str) -> bool | int | str:
+        """A setting's value, typed by the table."""
+        length = _SIZE()
+        _check(self._lib.kiln_runtime_get_setting(self._handle, name.encode(), None, 0, ctypes.byref(length)))
+        buffer = ctypes.create_string_buffer(length.value + 1)
+        _check(self._lib.kiln_runtime_get_setting(self._handle, name.encode(), buffer, len(buffer),
+                                                  ctypes.byref(length)))
+        text = buffer.value.decode()
+        kind = next(s.type for s in settings() if s.name == name)
+        return text == "true" if kind == "bool" else int(text) if kind == "int" else text
+
+    def close(self) -> None:
+        handle, self._handle = getattr(self, "_handle", None), None
+        if handle:
+            self._lib.kiln_runtime_free(handle)
+
+    def __del__(self):
+        self.close()
+
+
+class _Cuda:
+    """Kiln's CUDA device through the C API: its stream per thread and its allocator's counters
+    (KilnError NotSupported, with the reason, where there is no usable GPU)."""
+
+    def device_count(self) -> int:
+        return int(_library().kiln_cuda_device_count())
+
+    def current_stream(self, device: int = 0) -> int:
+        out = _P()
+        _check(_library().kiln_cuda_current_stream(device, ctypes.byref(out)))
+        return out.value or 0
+
+    def set_current_stream(self, stream: int, device: int = 0) -> int:
+        """Makes ``stream`` (a cudaStream_t as an int, e.g. ``torch.cuda.current_stream().cuda_stream``)
+        the calling thread's current stream on ``device``; returns the previous one."""
+        previous = _P()
+        _check(_library().kiln_cuda_set_current_stream(device, _P(stream), ctypes.byref(previous)))
+        return previous.value or 0
+
+    def memory_stats(self, device: int = 0) -> dict[str, int]:
+        values = [ctypes.c_uint64() for _ in range(4)]
+        _check(_library().kiln_cuda_memory_stats(device, *(ctypes.byref(v) for v in values)))
+        keys = ("bytes_in_use", "peak_bytes_in_use", "bytes_reserved", "allocations_in_use")
+        return dict(zip(keys, (v.value for v in values)))
+
+    def reset_peak_memory_stats(self, device: int = 0) -> None:
+        _check(_library().kiln_cuda_reset_peak_memory_stats(device))
+
+    def release_cached_memory(self, device: int = 0) -> None:
+        _check(_library().kiln_cuda_release_cached_memory(device))
+
+
+#: ``kiln.runtime.cuda.memory_stats()``, ``cuda.set_current_stream(...)``: see _Cuda.
+cuda = _Cuda()
+
+
 class Module:
     """One ``.kiln`` program. See the module docstring."""
 
-    def __init__(self, path: str | os.PathLike, data_files: Iterable[str | os.PathLike] = ()):
+    def __init__(self, path: str | os.PathLike, data_files: Iterable[str | os.PathLike] = (),
+                 runtime: Runtime | None = None):
         self._lib = _library()
         self._handle = _P()
         self.path = os.fspath(path)
         files = [os.fsencode(f) for f in data_files]
         array = (_STR * max(len(files), 1))(*files)
-        _check(self._lib.kiln_module_create(os.fsencode(self.path), array, len(files), ctypes.byref(self._handle)))
+        _check(self._lib.kiln_module_create_with_runtime(runtime._handle if runtime else None, os.fsencode(self.path),
+                                                         array, len(files), ctypes.byref(self._handle)))
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview, runtime: Runtime | None = None) -> "Module":
+        """A module of the program in ``data`` (a ``.kiln`` program with its weights inside, or a
+        PyTorch ``.pt2`` package), copied at once into a sealed in-memory file: ``data`` may change
+        or go away afterwards."""
+        module = cls.__new__(cls)
+        module._lib = _library()
+        module._handle = _P()
+        view = memoryview(data).cast("B")
+        buffer = (ctypes.c_char * view.nbytes).from_buffer_copy(view) if view.nbytes else None
+        _check(module._lib.kiln_module_create_from_buffer(runtime._handle if runtime else None, buffer,
+                                                          view.nbytes, ctypes.byref(module._handle)))
+        module.path = "<memory>"
+        return module
 
     # lifetime
     def close(self) -> None:

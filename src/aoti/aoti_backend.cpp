@@ -5,7 +5,8 @@
 
 #include "aoti/aoti_method.h"
 #include "aoti/host_compatibility.h"
-#include "kiln/device_interface.h"
+#include "core/device_interface.h"
+#include "runtime/runtime_state.h"
 
 namespace kiln::aoti {
 namespace {
@@ -104,7 +105,8 @@ Error AotiBackend::validate_options(const BackendOptions& options) const {
   return Error::Ok;
 }
 
-Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(std::shared_ptr<const ProgramFile> program,
+Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(Runtime::State& runtime,
+                                                                 std::shared_ptr<const ProgramFile> program,
                                                                  const MethodInfo& method,
                                                                  const BackendOptions& options) {
   // `options` were validated by the Module (validate_options above).
@@ -129,10 +131,16 @@ Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(std::shared_ptr
   config.verify_weights = options.get_bool("verify_weights").value_or(true);
   config.cuda_graph_cache_size = static_cast<size_t>(options.get_int("cuda_graph_cache_size").value_or(8));
   config.num_threads = static_cast<int>(options.get_int("num_threads").value_or(0));
-  DeviceInterface* iface = get_device_interface(config.device.type);
-  if (!iface || iface->device_count() <= config.device.index)
+  auto found = runtime.device(config.device.type);
+  if (!found.ok())
     return set_error(Error::NotSupported, "method '" + method.name + "' runs on " + device_string(config.device) +
-                                              ", which this build or machine does not have");
+                                              ": " + last_error_message());
+  DeviceInterface* iface = *found;
+  if (iface->device_count() <= config.device.index)
+    return set_error(Error::NotSupported, "method '" + method.name + "' runs on " + device_string(config.device) +
+                                              ", but this machine has " + std::to_string(iface->device_count()) +
+                                              " such device(s)");
+  config.device_interface = iface;
   KILN_RETURN_IF_ERROR(check_host_compatibility(method));
   if (config.device.type == DeviceType::CUDA) {
     KILN_ASSIGN_OR_RETURN(int cc, iface->compute_capability(config.device.index));

@@ -65,7 +65,7 @@ class AotiBackend final : public Backend {
  public:
   std::string_view name() const noexcept override { return "aoti"; }
   Error validate_options(const BackendOptions& options) const override;
-  Result<std::unique_ptr<MethodExecutor>> load_method(std::shared_ptr<const ProgramFile> program,
+  Result<std::unique_ptr<MethodExecutor>> load_method(Runtime::State& runtime, std::shared_ptr<const ProgramFile> program,
                                                       const MethodInfo& method,
                                                       const BackendOptions& options) override;
   static AotiBackend& instance();

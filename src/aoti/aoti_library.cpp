@@ -16,21 +16,13 @@
 #include <vector>
 
 #include "aoti/elf_symbols.h"
+#include "core/settings.h"
+#include "program/sealed_file.h"
+#include "program/write_all.h"
 #include "kiln/log.h"
 
 namespace kiln::aoti {
 namespace {
-
-Error write_all(int fd, std::span<const uint8_t> bytes, const std::string& what) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return set_error(Error::IoError, "writing " + what + ": " + std::strerror(errno));
-    done += static_cast<size_t>(n);
-  }
-  return Error::Ok;
-}
 
 // STB_GNU_UNIQUE symbols would pin the library in memory for good (glibc
 // never unloads an object that defines one); they are made plain globals.
@@ -85,24 +77,6 @@ std::vector<uint8_t> patched_image(std::span<const uint8_t> bytes, const Dynamic
   return image;
 }
 
-// The sealed memfd must hold exactly the image: the check closes the window
-// between writing and sealing.
-Error check_sealed_copy(int fd, std::span<const uint8_t> image, const std::string& what) {
-  std::vector<uint8_t> chunk(size_t{1} << 20);
-  for (size_t done = 0; done < image.size();) {
-    const size_t n = std::min(chunk.size(), image.size() - done);
-    const ssize_t got = ::pread(fd, chunk.data(), n, static_cast<off_t>(done));
-    if (got < 0 && errno == EINTR) continue;
-    if (got <= 0 || std::memcmp(chunk.data(), image.data() + done, static_cast<size_t>(got)) != 0)
-      return set_error(Error::IntegrityError, what + ": its sealed in-memory copy does not hold the checked bytes");
-    done += static_cast<size_t>(got);
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != image.size())
-    return set_error(Error::IntegrityError, what + ": its sealed in-memory copy has the wrong size");
-  return Error::Ok;
-}
-
 Result<void*> dlopen_path(const std::string& path, std::string_view label) {
   dlerror();
   void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -136,9 +110,9 @@ Result<void*> load_through_temp_file(std::span<const uint8_t> image, std::string
   // O_EXCL | O_NOFOLLOW: never reuse or follow anything already at that name.
   int fd = ::open(file_path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0700);
   if (fd < 0) return set_error(Error::IoError, "creating " + file_path + ": " + std::strerror(errno));
-  const Error err = write_all(fd, image, file_path);
+  const int err = write_all(fd, image);
   ::close(fd);
-  if (err != Error::Ok) return err;
+  if (err != 0) return set_error(Error::IoError, "writing " + file_path + ": " + std::strerror(err));
   return dlopen_path(file_path, label);
 }
 
@@ -156,15 +130,16 @@ Error provide_sleef(const DynamicSymbols& symbols, std::string_view label) {
   if (count == 0) return Error::Ok;
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
-  const char* env = std::getenv("KILN_SLEEF_LIBRARY");
-  const std::string library = env && *env ? env : "libsleef.so.3";
+  std::string library = process_settings().get_string(SettingId::SleefLibrary);
+  if (library.empty()) library = "libsleef.so.3";
   // RTLD_GLOBAL: the model library resolves these through the global scope.
   if (!::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
     const char* why = dlerror();
     return set_error(Error::MissingShim,
                      std::string(label) + ": the model's vectorised CPU kernels need SLEEF (" + unresolved +
                          ") but " + library + " could not be opened: " + (why ? why : "unknown error") +
-                         ". Install SLEEF (Debian/Ubuntu: apt-get install libsleef3) or set KILN_SLEEF_LIBRARY.");
+                         ". Install SLEEF (Debian/Ubuntu: apt-get install libsleef3) or set setting sleef_library "
+                         "(KILN_SLEEF_LIBRARY).");
   }
   for (const std::string& name : symbols.undefined)
     if (name.rfind(kSleefPrefix, 0) == 0 && !::dlsym(RTLD_DEFAULT, name.c_str()))
@@ -240,36 +215,19 @@ Result<std::unique_ptr<AotiLibrary>> AotiLibrary::load(std::span<const uint8_t> 
 
   const std::string what = std::string(label) + " library";
   const std::vector<uint8_t> image = patched_image(bytes, symbols);
-  // KILN_DISABLE_MEMFD=1 takes the fallback path on purpose, so it can be
-  // tested on systems that have memfd.
-  const char* disable = std::getenv("KILN_DISABLE_MEMFD");
-  const bool memfd_disabled = disable && *disable && *disable != '0';
-  int fd = memfd_disabled ? -1 : ::memfd_create("kiln-model", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (memfd_disabled) errno = ENOSYS;
-  if (fd < 0) {
-    if (errno != ENOSYS && errno != EPERM && errno != EINVAL)
-      return set_error(Error::IoError, std::string("memfd_create: ") + std::strerror(errno));
-    KILN_LOG(Info, "memfd_create unavailable; loading through a private temporary file");
+  // Sealed before dlopen and compared with the image: from here on nothing,
+  // in this process or another that reaches the descriptor, can change the
+  // bytes the dynamic loader maps. Setting disable_memfd takes the fallback
+  // path on purpose, so it can be tested on systems that have memfd.
+  auto sealed = SealedFile::create(image, "kiln-model", what);
+  if (sealed.error() == Error::NotSupported) {
+    KILN_LOG(Info, "no sealed in-memory file (" + last_error_message() + "); loading through a private temporary file");
     KILN_ASSIGN_OR_RETURN(void* handle, load_through_temp_file(image, label));
     return std::unique_ptr<AotiLibrary>(new AotiLibrary(handle, -1));
   }
-  Error err = write_all(fd, image, what);
-  // Sealed before dlopen, then compared with the image: from here on nothing,
-  // in this process or another that reaches the descriptor, can change the
-  // bytes the dynamic loader maps.
-  if (err == Error::Ok && ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) != 0)
-    err = set_error(Error::IoError, what + ": sealing its memfd failed: " + std::strerror(errno));
-  if (err == Error::Ok) err = check_sealed_copy(fd, image, what);
-  if (err != Error::Ok) {
-    ::close(fd);
-    return err;
-  }
-  auto handle = dlopen_path("/proc/self/fd/" + std::to_string(fd), label);
-  if (!handle.ok()) {
-    ::close(fd);
-    return handle.error();
-  }
-  return std::unique_ptr<AotiLibrary>(new AotiLibrary(*handle, fd));
+  if (!sealed.ok()) return sealed.error();
+  KILN_ASSIGN_OR_RETURN(void* handle, dlopen_path(sealed->path(), label));
+  return std::unique_ptr<AotiLibrary>(new AotiLibrary(handle, sealed->release()));
 }
 
 namespace {

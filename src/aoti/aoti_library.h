@@ -5,7 +5,7 @@
 // against any further write, grow or shrink, compared with what was written,
 // and dlopen'ed through /proc/self/fd: the code that runs is exactly the
 // checked code, and compiled code never touches the filesystem. Where memfd_create is unavailable (or the
-// environment sets KILN_DISABLE_MEMFD=1, which tests use) the fallback is a
+// setting disable_memfd is on, which tests use) the fallback is a
 // private temporary file under $TMPDIR (0700 mkdtemp directory, file opened
 // O_EXCL|O_NOFOLLOW), both removed right after dlopen, on failure too.
 // Before dlopen every aoti_torch_* import is checked against the shims this

@@ -8,10 +8,10 @@
 #include <tuple>
 #include <utility>
 
-#include "aoti/memory_budget.h"
-#include "aoti/shim/shim_state.h"
+#include "shims/common/memory_budget.h"
+#include "shims/common/shim_state.h"
 #include "aoti/split.h"
-#include "aoti/shim/tensor_handle.h"
+#include "shims/common/tensor_handle.h"
 #include "aoti/weak_registry.h"
 #include "aoti/weight_placement.h"
 #include "kiln/log.h"
@@ -103,7 +103,7 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   self->program_ = program;
   self->name_ = method.name;
   self->device_ = config.device;
-  self->iface_ = get_device_interface(config.device.type);
+  self->iface_ = config.device_interface;
   if (!self->iface_)
     return set_error(Error::NotSupported, label + ": no device interface for " + device_string(config.device));
   self->stream_policy_ = config.stream_policy;
@@ -160,8 +160,8 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
     KILN_ASSIGN_OR_RETURN(self->library_, AotiLibrary::load(library_bytes.bytes(), label));
   }
   KILN_ASSIGN_OR_RETURN(self->entry_, EntryPoints::resolve(*self->library_));
-  self->openmp_ = OpenmpThreads::resolve(*self->library_);
-  self->num_threads_ = config.num_threads > 0 ? config.num_threads : available_cpus();
+  self->openmp_ = cpu::OpenmpThreads::resolve_with([&](const char* name) { return self->library_->symbol(name); });
+  self->num_threads_ = config.num_threads > 0 ? config.num_threads : cpu::available_cpus();
 
   KILN_ASSIGN_OR_RETURN(self->kernels_, KernelDirectory::create(*program, method));
 
@@ -418,7 +418,7 @@ Result<std::vector<Tensor>> AotiMethod::run_model(std::vector<Tensor> staged, St
   AOTIRuntimeError status = 0;
   {
     MemoryBudgetScope budget_scope(budget_.get());
-    const OpenmpThreads::Scope threads(openmp_, num_threads_);
+    const cpu::OpenmpThreads::Scope threads(openmp_, num_threads_);
     status = entry(container_, input_handles.data(), input_handles.size(), output_handles.data(),
                    output_handles.size(), stream, nullptr);
   }

@@ -30,13 +30,13 @@
 #include "aoti/aoti_library.h"
 #include "aoti/device_weights.h"
 #include "aoti/entry_points.h"
-#include "aoti/memory_budget.h"
+#include "shims/common/memory_budget.h"
 #include "aoti/graph_replay.h"
 #include "aoti/kernel_directory.h"
-#include "aoti/openmp_threads.h"
+#include "devices/cpu/openmp_threads.h"
 #include "aoti/weight_placement.h"
 #include "kiln/device.h"
-#include "kiln/device_interface.h"
+#include "core/device_interface.h"
 #include "runtime/backend.h"
 
 namespace kiln::aoti {
@@ -74,6 +74,8 @@ class OwnedStream {
 
 struct AotiMethodConfig {
   Device device;
+  /// The device's interface, from the module's runtime.
+  DeviceInterface* device_interface = nullptr;
   size_t num_models = 1;
   StreamPolicy stream_policy = StreamPolicy::PerMethod;
   bool keep_outputs_on_device = false;
@@ -180,7 +182,7 @@ class AotiMethod final : public MethodExecutor {
   // resets it first, explicitly).
   std::unique_ptr<GraphReplay> graphs_;
   std::mutex graph_mutex_;  // serialises execute() when graphs_ is set
-  OpenmpThreads openmp_;
+  cpu::OpenmpThreads openmp_;
   int num_threads_ = 1;
 };
 

@@ -6,7 +6,7 @@
 
 #include "aoti/weak_registry.h"
 #include "aoti/weight_arena.h"
-#include "kiln/device_interface.h"
+#include "core/device_table.h"
 #include "kiln/log.h"
 
 namespace kiln::aoti {
@@ -34,7 +34,7 @@ std::string WeightStore::share_key(const ConstantEntry& e) {
 
 Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>& entries,
                                                const WeightsSource& blob) {
-  DeviceInterface* iface = iface_ ? iface_ : get_device_interface(device_.type);
+  DeviceInterface* iface = iface_ ? iface_ : device_for(device_.type);
   if (!iface) return set_error(Error::NotSupported, "no device interface for " + device_string(device_));
   std::lock_guard<std::mutex> lock(mutex_);
   using Clock = std::chrono::steady_clock;

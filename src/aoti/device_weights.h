@@ -34,7 +34,7 @@
 
 #include "aoti/constants_table.h"
 #include "kiln/device.h"
-#include "kiln/device_interface.h"
+#include "core/device_interface.h"
 #include "kiln/program_file.h"
 #include "kiln/tensor.h"
 

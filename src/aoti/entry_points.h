@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "aoti/aoti_library.h"
-#include "aoti/shim/shim_abi.h"
+#include "shims/common/shim_abi.h"
 #include "kiln/error.h"
 
 namespace kiln::aoti {

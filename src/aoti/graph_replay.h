@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "kiln/device.h"
-#include "kiln/device_interface.h"
+#include "core/device_interface.h"
 #include "kiln/tensor.h"
 
 namespace kiln::aoti {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <set>
@@ -16,6 +17,7 @@
 #include "kiln/error.h"
 #include "kiln/module.h"
 #include "kiln/program_file.h"
+#include "kiln/runtime.h"
 #include "kiln/tensor.h"
 
 struct kiln_tensor_t {
@@ -38,10 +40,13 @@ struct kiln_method_meta_t {
   std::vector<std::pair<std::string, std::string>> metadata;
 };
 
+struct kiln_runtime_t {
+  std::shared_ptr<kiln::Runtime> runtime;
+};
+
 struct kiln_module_t {
-  kiln_module_t(std::string path, std::vector<std::string> data_files)
-      : module(std::move(path), std::move(data_files)) {}
-  kiln::Module module;
+  explicit kiln_module_t(std::unique_ptr<kiln::Module> m) : module(std::move(m)) {}
+  std::unique_ptr<kiln::Module> module;  // never null
   // Method names handed out by kiln_module_method_name. A node-based set keeps
   // every returned pointer valid until the module is freed, even if a later
   // load re-reads a program with different names.

@@ -41,6 +41,12 @@ extern "C" {
 
 kiln_status_t kiln_module_create(const char* path, const char* const* data_files, size_t n_data_files,
                                  kiln_module_t** out) noexcept {
+  return kiln_module_create_with_runtime(nullptr, path, data_files, n_data_files, out);
+}
+
+kiln_status_t kiln_module_create_with_runtime(kiln_runtime_t* runtime, const char* path,
+                                              const char* const* data_files, size_t n_data_files,
+                                              kiln_module_t** out) noexcept {
   return kiln::capi::guard(__func__, [&](const char* fn) -> Error {
     KILN_CAPI_REQUIRE(path);
     KILN_CAPI_REQUIRE(out);
@@ -53,7 +59,21 @@ kiln_status_t kiln_module_create(const char* path, const char* const* data_files
                                std::string(fn) + ": data_files[" + std::to_string(i) + "] is NULL");
       files.emplace_back(data_files[i]);
     }
-    *out = new kiln_module_t(path, std::move(files));
+    auto owner = runtime ? runtime->runtime : kiln::Runtime::default_runtime();
+    *out = new kiln_module_t(std::make_unique<kiln::Module>(std::move(owner), path, std::move(files)));
+    return Error::Ok;
+  });
+}
+
+kiln_status_t kiln_module_create_from_buffer(kiln_runtime_t* runtime, const void* data, size_t size,
+                                             kiln_module_t** out) noexcept {
+  return kiln::capi::guard(__func__, [&](const char* fn) -> Error {
+    KILN_CAPI_REQUIRE(out);
+    if (size > 0) KILN_CAPI_REQUIRE(data);
+    auto owner = runtime ? runtime->runtime : kiln::Runtime::default_runtime();
+    KILN_ASSIGN_OR_RETURN(std::unique_ptr<kiln::Module> module,
+                          kiln::Module::from_bytes(std::move(owner), {static_cast<const uint8_t*>(data), size}));
+    *out = new kiln_module_t(std::move(module));
     return Error::Ok;
   });
 }
@@ -62,7 +82,7 @@ kiln_status_t kiln_module_load(kiln_module_t* module, const kiln_options_t* opti
   return kiln::capi::guard(__func__, [&](const char* fn) -> Error {
     KILN_CAPI_REQUIRE(module);
     static const kiln::LoadBackendOptionsMap kNoOptions;
-    return module->module.load(options ? options->map : kNoOptions);
+    return module->module->load(options ? options->map : kNoOptions);
   });
 }
 
@@ -71,7 +91,7 @@ kiln_status_t kiln_module_load_method(kiln_module_t* module, const char* name,
   return kiln::capi::guard(__func__, [&](const char* fn) -> Error {
     KILN_CAPI_REQUIRE(module);
     KILN_CAPI_REQUIRE(name);
-    return module->module.load_method(name, options ? &options->map : nullptr);
+    return module->module->load_method(name, options ? &options->map : nullptr);
   });
 }
 
@@ -79,7 +99,7 @@ kiln_status_t kiln_module_unload_method(kiln_module_t* module, const char* name)
   return kiln::capi::guard(__func__, [&](const char* fn) -> Error {
     KILN_CAPI_REQUIRE(module);
     KILN_CAPI_REQUIRE(name);
-    return module->module.unload_method(name);
+    return module->module->unload_method(name);
   });
 }
 
@@ -88,7 +108,7 @@ kiln_status_t kiln_module_is_method_loaded(const kiln_module_t* module, const ch
     KILN_CAPI_REQUIRE(module);
     KILN_CAPI_REQUIRE(name);
     KILN_CAPI_REQUIRE(out);
-    *out = module->module.is_method_loaded(name);
+    *out = module->module->is_method_loaded(name);
     return Error::Ok;
   });
 }
@@ -97,7 +117,7 @@ kiln_status_t kiln_module_method_count(kiln_module_t* module, size_t* out) noexc
   return kiln::capi::guard(__func__, [&](const char* fn) -> Error {
     KILN_CAPI_REQUIRE(module);
     KILN_CAPI_REQUIRE(out);
-    KILN_ASSIGN_OR_RETURN(std::vector<std::string> names, module->module.method_names());
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> names, module->module->method_names());
     *out = names.size();
     return Error::Ok;
   });
@@ -107,7 +127,7 @@ kiln_status_t kiln_module_method_name(kiln_module_t* module, size_t index, const
   return kiln::capi::guard(__func__, [&](const char* fn) -> Error {
     KILN_CAPI_REQUIRE(module);
     KILN_CAPI_REQUIRE(out);
-    KILN_ASSIGN_OR_RETURN(std::vector<std::string> names, module->module.method_names());
+    KILN_ASSIGN_OR_RETURN(std::vector<std::string> names, module->module->method_names());
     if (index >= names.size()) return index_out_of_range(fn, "method", index, names.size());
     std::lock_guard<std::mutex> lock(module->names_mutex);
     auto it = module->interned_names.insert(std::move(names[index])).first;
@@ -121,7 +141,7 @@ kiln_status_t kiln_module_method_meta(kiln_module_t* module, const char* name, k
     KILN_CAPI_REQUIRE(module);
     KILN_CAPI_REQUIRE(name);
     KILN_CAPI_REQUIRE(out);
-    KILN_ASSIGN_OR_RETURN(kiln::MethodInfo info, module->module.method_meta(name));
+    KILN_ASSIGN_OR_RETURN(kiln::MethodInfo info, module->module->method_meta(name));
     *out = make_meta(std::move(info)).release();
     return Error::Ok;
   });
@@ -143,7 +163,7 @@ kiln_status_t kiln_module_execute(kiln_module_t* module, const char* name, kiln_
                                                            "] is NULL (method '" + name + "')");
       input_tensors.push_back(inputs[i]->tensor);
     }
-    KILN_ASSIGN_OR_RETURN(std::vector<kiln::Tensor> results, module->module.execute(name, input_tensors));
+    KILN_ASSIGN_OR_RETURN(std::vector<kiln::Tensor> results, module->module->execute(name, input_tensors));
 
     // Build every handle before publishing any, so a failure leaks nothing.
     std::vector<std::unique_ptr<kiln_tensor_t>> handles;

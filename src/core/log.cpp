@@ -1,34 +1,31 @@
 #include "kiln/log.h"
 
-#include <atomic>
 #include <cstdio>
-#include <cstdlib>
+#include <iterator>
 #include <mutex>
-#include <string>
+
+#include "core/settings.h"
 
 namespace kiln {
+
 namespace {
-LogLevel level_from_env() {
-  const char* env = std::getenv("KILN_LOG_LEVEL");
-  if (!env) return LogLevel::Warning;
-  std::string value(env);
-  if (value == "debug") return LogLevel::Debug;
-  if (value == "info") return LogLevel::Info;
-  if (value == "error") return LogLevel::Error;
-  if (value == "off") return LogLevel::Off;
-  return LogLevel::Warning;
-}
-std::atomic<int>& level_slot() {
-  static std::atomic<int> level{static_cast<int>(level_from_env())};
-  return level;
-}
+// Indexed by LogLevel, in the order of setting log_level's choices (whose
+// index is the level).
+constexpr const char* kNames[] = {"debug", "info", "warning", "error", "off"};
+static_assert(std::size(kNames) == static_cast<size_t>(LogLevel::Off) + 1);
 }  // namespace
 
-void set_log_level(LogLevel level) noexcept { level_slot().store(static_cast<int>(level)); }
-LogLevel log_level() noexcept { return static_cast<LogLevel>(level_slot().load()); }
+void set_log_level(LogLevel level) noexcept {
+  try {
+    (void)process_settings().set(SettingId::LogLevel, std::string(kNames[static_cast<int>(level)]));
+  } catch (...) {
+    // Out of memory for the string: the level stays as it was.
+  }
+}
+
+LogLevel log_level() noexcept { return static_cast<LogLevel>(process_settings().get_int(SettingId::LogLevel)); }
 
 void log_message(LogLevel level, std::string_view message) {
-  static const char* const kNames[] = {"debug", "info", "warning", "error", "off"};
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   std::fprintf(stderr, "[kiln %s] %.*s\n", kNames[static_cast<int>(level)],

@@ -3,7 +3,7 @@
 #include <cstring>
 #include <limits>
 
-#include "kiln/device_interface.h"
+#include "core/device_table.h"
 
 namespace kiln {
 
@@ -61,7 +61,7 @@ Result<Tensor> Tensor::empty(std::span<const int64_t> sizes, DType dtype, Device
 Result<Tensor> Tensor::empty_strided(std::span<const int64_t> sizes, std::span<const int64_t> strides,
                                      DType dtype, Device device) {
   KILN_ASSIGN_OR_RETURN(int64_t bytes, strided_extent_bytes(sizes, strides, dtype));
-  DeviceInterface* iface = get_device_interface(device.type);
+  DeviceInterface* iface = device_for(device.type);
   if (!iface)
     return set_error(Error::NotSupported,
                      std::string("no device backend for '") + device_string(device) + "' in this build");
@@ -182,7 +182,7 @@ Error copy_tensor(const Tensor& dst, const Tensor& src) {
   // Cross-device: contiguous on both sides, or stage a non-contiguous host side.
   const bool dst_dev = !dst.device().is_cpu();
   const Device dev = dst_dev ? dst.device() : src.device();
-  DeviceInterface* iface = get_device_interface(dev.type);
+  DeviceInterface* iface = device_for(dev.type);
   KILN_CHECK_OR_RETURN(iface != nullptr, Error::NotSupported,
                        "no device backend for '" + device_string(dev) + "' in this build");
   const bool same_device = !dst.device().is_cpu() && dst.device() == src.device();

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "program/file_type.h"
+#include "program/write_all.h"
 
 namespace kiln {
 
@@ -133,14 +134,9 @@ void AtomicFile::discard() noexcept {
 Error AtomicFile::write(std::span<const uint8_t> bytes) {
   if (fd_ < 0)
     return set_error(Error::InvalidState, "writing '" + target_ + "': the temporary file is already closed");
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      failed_ = true;
-      return io_error(target_, "write", n < 0 ? errno : ENOSPC);
-    }
-    bytes = bytes.subspan(static_cast<size_t>(n));
+  if (const int err = write_all(fd_, bytes); err != 0) {
+    failed_ = true;
+    return io_error(target_, "write", err);
   }
   return Error::Ok;
 }

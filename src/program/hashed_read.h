@@ -7,7 +7,7 @@
 // pace. Which is faster depends on the machine: on a 16-core H200 host the
 // second way checks a 1 GiB blob in 1.00 s against 1.31 s (0.98 s when the
 // hash read a file mapping); on a 2-core machine it took 0.44 s against 0.19 s
-// for 128 MiB (bench/load_time.py). read_hashed picks by size and cores.
+// for 128 MiB (bench/models/load_time.py). read_hashed picks by size and cores.
 #pragma once
 
 #include <cstdint>

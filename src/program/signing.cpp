@@ -16,6 +16,7 @@
 #include "program/hex.h"
 #include "program/regular_file.h"
 #include "program/signature.h"
+#include "program/write_all.h"
 
 namespace kiln {
 
@@ -90,16 +91,6 @@ std::string key_line(std::string_view tag, std::span<const uint8_t> key, std::st
   return line.append("\n");
 }
 
-Error write_all(int fd, std::span<const uint8_t> bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return Error::IoError;
-    bytes = bytes.subspan(static_cast<size_t>(n));
-  }
-  return Error::Ok;
-}
-
 Error write_new_file(const std::string& path, const std::string& text, mode_t mode, std::string_view what) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) {
@@ -111,7 +102,7 @@ Error write_new_file(const std::string& path, const std::string& text, mode_t mo
   // The umask may have cleared bits of `mode`; a secret key must be 0600 exactly.
   const bool ok =
       ::fchmod(fd, mode) == 0 &&
-      write_all(fd, {reinterpret_cast<const uint8_t*>(text.data()), text.size()}) == Error::Ok;
+      write_all(fd, {reinterpret_cast<const uint8_t*>(text.data()), text.size()}) == 0;
   const int err = errno;
   if (::close(fd) != 0 || !ok) {
     ::unlink(path.c_str());

@@ -1,6 +1,6 @@
 // The backend interface: how the runtime hands a method of a program to the
-// code that can run it (today: the AOTInductor delegate), and the registry of
-// backends, filled from one explicit list (src/builtin_backends.cpp).
+// code that can run it (today: the AOTInductor delegate). A Runtime holds the
+// backends of its build (runtime_state.h).
 #pragma once
 
 #include <memory>
@@ -11,6 +11,7 @@
 #include "kiln/backend_options.h"
 #include "kiln/error.h"
 #include "kiln/program_file.h"
+#include "kiln/runtime.h"
 #include "kiln/tensor.h"
 
 namespace kiln {
@@ -36,21 +37,13 @@ class Backend {
   virtual std::string_view name() const noexcept = 0;
   /// InvalidArgument naming the key when an option is unknown or mistyped.
   virtual Error validate_options(const BackendOptions& options) const = 0;
-  /// Loads `method` of `program`. The executor keeps `program` alive (its
-  /// named data is read from it when needed).
-  virtual Result<std::unique_ptr<MethodExecutor>> load_method(std::shared_ptr<const ProgramFile> program,
+  /// Loads `method` of `program` for a module of `runtime` (its devices and
+  /// settings). The executor keeps `program` alive (its named data is read
+  /// from it when needed); `runtime` outlives it (the Module holds both).
+  virtual Result<std::unique_ptr<MethodExecutor>> load_method(Runtime::State& runtime,
+                                                              std::shared_ptr<const ProgramFile> program,
                                                               const MethodInfo& method,
                                                               const BackendOptions& options) = 0;
 };
-
-/// The backend registered under `name`, or nullptr.
-Backend* find_backend(std::string_view name);
-/// Names of every registered backend (for error messages).
-std::vector<std::string_view> backend_names();
-
-/// Registers one backend; the registry does not own it (static objects).
-void register_backend(Backend* backend);
-/// Defined in src/builtin_backends.cpp: the one explicit list of backends.
-void register_builtin_backends();
 
 }  // namespace kiln

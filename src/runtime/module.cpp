@@ -1,34 +1,40 @@
 #include "kiln/module.h"
 
+#include "program/sealed_file.h"
 #include "runtime/backend.h"
 #include "runtime/input_validation.h"
-#include "runtime/program_importer.h"
+#include "runtime/runtime_state.h"
 #include "runtime/signature_policy.h"
 
 namespace kiln {
 
-Module::Module(std::string path, std::vector<std::string> data_files)
-    : path_(std::move(path)), data_files_(std::move(data_files)) {}
+Module::Module(std::shared_ptr<Runtime> runtime, std::string path, std::vector<std::string> data_files)
+    : runtime_(std::move(runtime)), path_(std::move(path)), data_files_(std::move(data_files)) {}
+
+Result<std::unique_ptr<Module>> Module::from_bytes(std::shared_ptr<Runtime> runtime, std::span<const uint8_t> bytes) {
+  KILN_ASSIGN_OR_RETURN(SealedFile file, SealedFile::create(bytes, "kiln-program", "a program in memory"));
+  auto module = std::make_unique<Module>(std::move(runtime), file.path());
+  module->memory_file_ = std::make_unique<SealedFile>(std::move(file));
+  return module;
+}
 
 Module::~Module() = default;
 
 namespace {
 // Every backend named in `options` must exist and accept its options; every
 // backend the program uses must exist.
-Error validate_against_program(const ProgramFile& program, const LoadBackendOptionsMap& options) {
+Error validate_against_program(const Runtime::State& runtime, const ProgramFile& program,
+                               const LoadBackendOptionsMap& options) {
   for (const auto& [backend_name, backend_options] : options.entries()) {
     if (backend_name == kProgramOptions) continue;  // Module's own, checked by SignaturePolicy
-    Backend* backend = find_backend(backend_name);
-    if (!backend) {
-      std::string known;
-      for (auto name : backend_names()) known += (known.empty() ? "" : ", ") + std::string(name);
-      return set_error(Error::InvalidArgument,
-                       "options given for unknown backend '" + backend_name + "' (known: " + known + ")");
-    }
+    Backend* backend = runtime.find_backend(backend_name);
+    if (!backend)
+      return set_error(Error::InvalidArgument, "options given for unknown backend '" + backend_name +
+                                                   "' (known: " + runtime.backend_names() + ")");
     KILN_RETURN_IF_ERROR(backend->validate_options(backend_options));
   }
   for (const MethodInfo& method : program.methods())
-    if (!find_backend(method.backend))
+    if (!runtime.find_backend(method.backend))
       return set_error(Error::NotSupported, "method '" + method.name + "' needs backend '" + method.backend +
                                                 "', which this build of Kiln does not have");
   return Error::Ok;
@@ -52,8 +58,10 @@ Error Module::load_if_needed() {
 Error Module::load_locked(const LoadBackendOptionsMap& options) {
   // Recorded before anything else can fail: from now on this Module runs
   // nothing that a trusted signature does not cover.
+  if (!runtime_) return set_error(Error::InvalidArgument, "module '" + path_ + "' was created with a null Runtime");
   const bool asked_before = signature_required_;
-  if (SignaturePolicy::asked_for(options.options_for(kProgramOptions))) signature_required_ = true;
+  const Runtime::State& runtime = runtime_->state();
+  if (SignaturePolicy::asked_for(runtime.settings, options.options_for(kProgramOptions))) signature_required_ = true;
   const Error error = try_load(options, asked_before);
   if (error != Error::Ok && signature_required_) {
     // A refused (or unusable) policy is sticky: whatever was loaded, with or
@@ -69,13 +77,15 @@ Error Module::load_locked(const LoadBackendOptionsMap& options) {
 }
 
 Error Module::try_load(const LoadBackendOptionsMap& options, bool asked_before) {
+  const Runtime::State& runtime = runtime_->state();
+  KILN_RETURN_IF_ERROR(runtime.check_environment());
   std::shared_ptr<const ProgramFile> program = program_;
   if (!program) {
-    KILN_ASSIGN_OR_RETURN(program, open_program(path_, data_files_));
+    KILN_ASSIGN_OR_RETURN(program, runtime.open_program(path_, data_files_));
   }
-  KILN_RETURN_IF_ERROR(validate_against_program(*program, options));
+  KILN_RETURN_IF_ERROR(validate_against_program(runtime, *program, options));
   KILN_ASSIGN_OR_RETURN(SignaturePolicy policy,
-                        SignaturePolicy::from(options.options_for(kProgramOptions), asked_before));
+                        SignaturePolicy::from(runtime.settings, options.options_for(kProgramOptions), asked_before));
   std::vector<NamedBytes> verified;
   if (policy.required) {
     if (const Error refused = policy.enforce(*program, &verified); refused != Error::Ok)
@@ -116,7 +126,7 @@ Result<std::shared_ptr<MethodExecutor>> Module::load_executor(std::string_view n
   if (auto it = methods_.find(name); it != methods_.end()) return it->second;
   const MethodInfo* method = program_->find_method(name);
   if (!method) return set_error(Error::NotFound, "program '" + path_ + "' has no method '" + std::string(name) + "'");
-  Backend* backend = find_backend(method->backend);
+  Backend* backend = runtime_->state().find_backend(method->backend);
   if (!backend)
     return set_error(Error::NotSupported, "method '" + method->name + "' needs backend '" + method->backend +
                                               "', which this build of Kiln does not have");
@@ -126,7 +136,7 @@ Result<std::shared_ptr<MethodExecutor>> Module::load_executor(std::string_view n
   if (!backend_options) backend_options = &kNoOptions;
   KILN_RETURN_IF_ERROR(backend->validate_options(*backend_options));
   KILN_ASSIGN_OR_RETURN(std::unique_ptr<MethodExecutor> executor,
-                        backend->load_method(program_, *method, *backend_options));
+                        backend->load_method(runtime_->state(), program_, *method, *backend_options));
   std::shared_ptr<MethodExecutor> shared(std::move(executor));
   methods_.emplace(std::string(name), shared);
   // The method holds what it needs of its verified copies now.

@@ -1,6 +1,5 @@
 #include "runtime/signature_policy.h"
 
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
@@ -34,22 +33,18 @@ Error add_key_files(std::string_view list, std::string_view origin, std::vector<
   }
 }
 
-bool environment_requires() {
-  const char* env_require = std::getenv("KILN_REQUIRE_SIGNATURE");
-  return env_require && std::string_view(env_require) != "" && std::string_view(env_require) != "0";
-}
-
 }  // namespace
 
-bool SignaturePolicy::asked_for(const BackendOptions* program_options) noexcept {
-  if (environment_requires()) return true;
+bool SignaturePolicy::asked_for(const Settings& settings, const BackendOptions* program_options) noexcept {
+  if (settings.get_bool(SettingId::RequireSignature)) return true;
   if (!program_options) return false;
   for (const auto& [key, value] : program_options->values())
     if (key == kRequireSignature && std::holds_alternative<bool>(value) && std::get<bool>(value)) return true;
   return false;
 }
 
-Result<SignaturePolicy> SignaturePolicy::from(const BackendOptions* program_options, bool already_required) {
+Result<SignaturePolicy> SignaturePolicy::from(const Settings& settings, const BackendOptions* program_options,
+                                              bool already_required) {
   SignaturePolicy policy;
   std::string inline_keys, key_files;
   if (program_options) {
@@ -72,7 +67,7 @@ Result<SignaturePolicy> SignaturePolicy::from(const BackendOptions* program_opti
       }
     }
   }
-  if (already_required || environment_requires()) policy.required = true;
+  if (already_required || settings.get_bool(SettingId::RequireSignature)) policy.required = true;
   if (!policy.required) return policy;
 
   if (!inline_keys.empty()) {
@@ -81,12 +76,15 @@ Result<SignaturePolicy> SignaturePolicy::from(const BackendOptions* program_opti
     policy.trusted.insert(policy.trusted.end(), keys.begin(), keys.end());
   }
   KILN_RETURN_IF_ERROR(add_key_files(key_files, "load option 'program.trusted_keys_file'", &policy.trusted));
-  if (const char* env_keys = std::getenv("KILN_TRUSTED_KEYS"))
-    KILN_RETURN_IF_ERROR(add_key_files(env_keys, "KILN_TRUSTED_KEYS", &policy.trusted));
+  KILN_RETURN_IF_ERROR(add_key_files(settings.get_string(SettingId::TrustedKeys),
+                                     settings.from_environment(SettingId::TrustedKeys) ? "KILN_TRUSTED_KEYS"
+                                                                                       : "setting 'trusted_keys'",
+                                     &policy.trusted));
   if (policy.trusted.empty())
     return set_error(Error::InvalidArgument,
                      "a signed program is required but no key is trusted: give load option "
-                     "'program.trusted_keys' or 'program.trusted_keys_file', or set KILN_TRUSTED_KEYS");
+                     "'program.trusted_keys' or 'program.trusted_keys_file', or setting 'trusted_keys' "
+                     "(KILN_TRUSTED_KEYS)");
   return policy;
 }
 

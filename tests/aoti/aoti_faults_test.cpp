@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "aoti/aoti_backend.h"
-#include "aoti/memory_budget.h"
-#include "devices/cpu/cpu_device.h"
+#include "shims/common/memory_budget.h"
+#include "core/cpu_device.h"
+#include "core/settings.h"
 #include "fake_program.h"
 #include "kiln/module.h"
 
@@ -148,20 +149,23 @@ TEST(ExternalData, MissingFileFailsModuleLoadWithNotFoundNamingIt) {
   EXPECT_NE(last_error_message().find(".elsewhere"), std::string::npos) << last_error_message();
 }
 
-// Points TMPDIR at a fresh empty directory and optionally disables memfd for
-// the scope; restores both (the directory goes with the object).
+// Points TMPDIR at a fresh empty directory and optionally disables memfd
+// (setting disable_memfd) for the scope; restores both (the directory goes
+// with the object).
 class ScratchEnvironment {
  public:
   explicit ScratchEnvironment(bool disable_memfd) : dir_(dir_holder_.path()) {
     if (const char* old = std::getenv("TMPDIR")) old_tmpdir_ = old, had_tmpdir_ = true;
     ::setenv("TMPDIR", dir_.c_str(), 1);
-    if (disable_memfd) ::setenv("KILN_DISABLE_MEMFD", "1", 1);
+    if (disable_memfd) {
+      EXPECT_EQ(process_settings().set(SettingId::DisableMemfd, true), Error::Ok);
+    }
     ::unsetenv("KILN_FAKE_MODEL_ORIGIN");
   }
   ~ScratchEnvironment() {
     if (had_tmpdir_) ::setenv("TMPDIR", old_tmpdir_.c_str(), 1);
     else ::unsetenv("TMPDIR");
-    ::unsetenv("KILN_DISABLE_MEMFD");
+    EXPECT_EQ(process_settings().set(SettingId::DisableMemfd, false), Error::Ok);
   }
   const std::filesystem::path& dir() const { return dir_; }
   bool dir_is_empty() const { return std::filesystem::is_empty(dir_); }

@@ -61,6 +61,27 @@ TEST(AotiMethod, EachMethodRunsItsOwnLibrary) {
   EXPECT_EQ((*b)[0].data<float>()[1], -4.0f);
 }
 
+// A program given as bytes runs like the file it came from, after the caller
+// has overwritten and freed its buffer: the module holds its own sealed copy.
+TEST(AotiMethod, AProgramFromBytesRunsFromItsOwnSealedCopy) {
+  const testing_util::TempDir dir;
+  std::vector<uint8_t> bytes = read_file(write_program(dir, KILN_FAKE_MODEL_PATH, 2.0f, "fake-bytes").c_str());
+  auto module = Module::from_bytes(Runtime::default_runtime(), bytes);
+  ASSERT_TRUE(module.ok()) << last_error_message();
+  std::fill(bytes.begin(), bytes.end(), uint8_t{0xFF});
+  bytes.clear();
+  bytes.shrink_to_fit();
+  std::vector<float> x = {1, 2};
+  auto out = (*module)->forward({vector_tensor(x)});
+  ASSERT_TRUE(out.ok()) << last_error_message();
+  EXPECT_EQ((*out)[0].data<float>()[1], 4.0f);
+  // Garbage bytes make a module whose load names the problem.
+  const std::vector<uint8_t> garbage(100, uint8_t{7});
+  auto bad = Module::from_bytes(Runtime::default_runtime(), garbage);
+  ASSERT_TRUE(bad.ok()) << last_error_message();
+  EXPECT_EQ((*bad)->load(), Error::InvalidProgram);
+}
+
 TEST(AotiMethod, InputsOutsideTheContractAreRefusedByName) {
   const testing_util::TempDir dir;
   auto path = write_program(dir, KILN_FAKE_MODEL_PATH, 1.0f, "fake-contract");

@@ -2,7 +2,8 @@
 // a trusted signed program loads and runs; an unsigned, untrusted or tampered
 // one is refused by Module::load naming what failed, before any library is
 // dlopen'ed (counted with dl_iterate_phdr). Policy sources: the "program" load
-// options, a trusted-keys file, KILN_REQUIRE_SIGNATURE / KILN_TRUSTED_KEYS.
+// options, a trusted-keys file, the runtime's settings and the environment
+// (KILN_REQUIRE_SIGNATURE / KILN_TRUSTED_KEYS).
 #include <gtest/gtest.h>
 #include <link.h>
 #include <stdlib.h>
@@ -102,10 +103,10 @@ std::vector<float> run_forward(Module& module) {
 
 // Loads `path` under `options` and expects a refusal containing `expected`,
 // with no shared object loaded and no method loadable afterwards.
-void expect_refused_before_dlopen(const std::string& path, const LoadBackendOptionsMap& options, Error code,
-                                  const std::string& expected) {
+void expect_refused_before_dlopen(std::shared_ptr<Runtime> runtime, const std::string& path,
+                                  const LoadBackendOptionsMap& options, Error code, const std::string& expected) {
   const size_t objects = loaded_objects();
-  Module module(path);
+  Module module(std::move(runtime), path);
   EXPECT_EQ(module.load(options), code) << last_error_message();
   const std::string message = last_error_message();
   EXPECT_NE(message.find("refused by the signature policy"), std::string::npos) << message;
@@ -113,6 +114,11 @@ void expect_refused_before_dlopen(const std::string& path, const LoadBackendOpti
   EXPECT_FALSE(module.is_loaded());
   EXPECT_EQ(loaded_objects(), objects) << "a shared object was loaded for a refused program";
   EXPECT_FALSE(module.is_method_loaded("forward"));
+}
+
+void expect_refused_before_dlopen(const std::string& path, const LoadBackendOptionsMap& options, Error code,
+                                  const std::string& expected) {
+  expect_refused_before_dlopen(Runtime::default_runtime(), path, options, code, expected);
 }
 
 TEST(SignedProgram, TrustedSignatureLoadsAndRuns) {
@@ -255,15 +261,18 @@ TEST(SignedProgram, EnvironmentRequiresAndTrusts) {
   Fixture f = make_signed_program("signed-env");
   const std::string pub = f.dir.file("release.pub");
   std::ofstream(pub) << format_public_key(f.keys.public_key);
+  // A runtime reads the environment when it is created.
   ScopedEnv require("KILN_REQUIRE_SIGNATURE", "1");
   {
-    Module module(f.path);  // required, but nothing trusted
+    Module module(*Runtime::create(), f.path);  // required, but nothing trusted
     EXPECT_EQ(module.load(), Error::InvalidArgument);
     EXPECT_NE(last_error_message().find("no key is trusted"), std::string::npos) << last_error_message();
   }
   ScopedEnv keys("KILN_TRUSTED_KEYS", pub);
+  auto runtime = Runtime::create();
+  ASSERT_TRUE(runtime.ok()) << last_error_message();
   {
-    Module module(f.path);  // execute() loads with no options: the environment alone decides
+    Module module(*runtime, f.path);  // execute() loads with no options: the environment alone decides
     EXPECT_EQ(run_forward(module), (std::vector<float>{3, 6, 9}));
   }
   // Options cannot switch the environment's requirement off.
@@ -274,7 +283,25 @@ TEST(SignedProgram, EnvironmentRequiresAndTrusts) {
   off.set("require_signature", false);
   LoadBackendOptionsMap options;
   options.set_options(kProgramOptions, off);
-  expect_refused_before_dlopen(f.path, options, Error::IntegrityError, "the program is not signed");
+  expect_refused_before_dlopen(*runtime, f.path, options, Error::IntegrityError, "the program is not signed");
+  // Nor can code.
+  EXPECT_EQ((*runtime)->set("require_signature", false), Error::InvalidState);
+}
+
+TEST(SignedProgram, ARuntimeSettingRequiresForEveryModuleOfIt) {
+  Fixture f = make_signed_program("signed-setting");
+  auto strict = Runtime::create({{"require_signature", true}});
+  ASSERT_TRUE(strict.ok()) << last_error_message();
+  auto bytes = f.signed_bytes;
+  bytes.resize(bytes.size() - pf::kSignatureTrailerSize);
+  write_file(f.path, bytes);
+  expect_refused_before_dlopen(*strict, f.path, trust(format_public_key(f.keys.public_key)), Error::IntegrityError,
+                               "the program is not signed");
+  // Another runtime's modules are not bound by it.
+  auto lax = Runtime::create();
+  ASSERT_TRUE(lax.ok());
+  Module module(*lax, f.path);
+  EXPECT_EQ(run_forward(module), (std::vector<float>{3, 6, 9}));
 }
 
 TEST(SignedProgram, BadProgramOptionsAreRejected) {

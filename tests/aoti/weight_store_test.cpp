@@ -21,7 +21,7 @@
 #include "aoti/device_weights.h"
 #include "aoti/weight_arena.h"
 #include "aoti/weight_placement.h"
-#include "kiln/device_interface.h"
+#include "core/device_interface.h"
 
 namespace {
 

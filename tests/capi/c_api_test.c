@@ -564,6 +564,95 @@ static void test_module_errors(void) {
   }
 }
 
+/* ---- runtimes and settings ------------------------------------------------------- */
+
+static void test_runtime_and_settings(void) {
+  kiln_runtime_t* runtime = NULL;
+  kiln_runtime_t* other = NULL;
+  kiln_runtime_t* shared = NULL;
+  kiln_module_t* module = NULL;
+  char text[64];
+  size_t length = 0, i, found = 0;
+  const size_t count = kiln_setting_count();
+  CHECK(count > 0);
+  for (i = 0; i < count; ++i) {
+    const char *name = NULL, *type = NULL, *fallback = NULL, *scope = NULL, *doc = NULL;
+    CHECK_OK(kiln_setting_describe(i, &name, &type, &fallback, &scope, &doc));
+    CHECK(name && type && fallback && scope && doc && strlen(doc) > 0);
+    CHECK(strcmp(scope, "process") == 0 || strcmp(scope, "runtime") == 0);
+    if (name && strcmp(name, "require_signature") == 0) {
+      ++found;
+      CHECK(strcmp(type, "bool") == 0 && strcmp(fallback, "false") == 0 && strcmp(scope, "runtime") == 0);
+    }
+  }
+  CHECK(found == 1);
+  CHECK_STATUS(kiln_setting_describe(count, NULL, NULL, NULL, NULL, NULL), KILN_ERROR_INVALID_ARGUMENT);
+
+  CHECK_OK(kiln_runtime_create(&runtime));
+  CHECK_OK(kiln_runtime_create(&other));
+  CHECK_OK(kiln_runtime_set_bool(runtime, "require_signature", true));
+  CHECK_OK(kiln_runtime_get_setting(runtime, "require_signature", text, sizeof(text), &length));
+  CHECK(strcmp(text, "true") == 0 && length == 4);
+  CHECK_OK(kiln_runtime_get_setting(other, "require_signature", text, sizeof(text), &length));
+  CHECK(strcmp(text, "false") == 0); /* runtime scope: the other runtime is untouched */
+  CHECK_OK(kiln_runtime_set_string(runtime, "trusted_keys", "/keys/a.pub:/keys/b.pub"));
+  CHECK_OK(kiln_runtime_get_setting(runtime, "trusted_keys", NULL, 0, &length));
+  CHECK(length == strlen("/keys/a.pub:/keys/b.pub"));
+  CHECK_OK(kiln_runtime_get_setting(runtime, "trusted_keys", text, 6, &length));
+  CHECK(strcmp(text, "/keys") == 0); /* cut to fit, NUL-terminated */
+  CHECK_OK(kiln_runtime_set_int(runtime, "cuda_upload_workers", 3));
+  CHECK_OK(kiln_runtime_set_string(runtime, "cuda_upload_workers", "4")); /* text is parsed */
+  CHECK_OK(kiln_runtime_get_setting(other, "cuda_upload_workers", text, sizeof(text), &length));
+  CHECK(strcmp(text, "4") == 0); /* process scope: every runtime sees it */
+  CHECK_OK(kiln_runtime_set_int(runtime, "cuda_upload_workers", 0));
+  CHECK_STATUS(kiln_runtime_set_bool(runtime, "no_such_setting", true), KILN_ERROR_INVALID_ARGUMENT);
+  CHECK(contains(kiln_last_error_message(), "no_such_setting"));
+  CHECK_STATUS(kiln_runtime_set_int(runtime, "require_signature", 1), KILN_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(kiln_runtime_set_string(runtime, "require_signature", "perhaps"), KILN_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(kiln_runtime_get_setting(runtime, "no_such_setting", text, sizeof(text), &length),
+               KILN_ERROR_NOT_FOUND);
+  CHECK_STATUS(kiln_runtime_set_bool(NULL, "require_signature", true), KILN_ERROR_INVALID_ARGUMENT);
+
+  /* A module keeps its runtime alive. */
+  CHECK_OK(kiln_module_create_with_runtime(runtime, "missing.kiln", NULL, 0, &module));
+  kiln_runtime_free(runtime);
+  CHECK_STATUS(kiln_module_load(module, NULL), KILN_ERROR_NOT_FOUND);
+  kiln_module_free(module);
+  kiln_runtime_free(other);
+  kiln_runtime_free(NULL);
+
+  CHECK_OK(kiln_runtime_default(&shared));
+  CHECK_OK(kiln_runtime_get_setting(shared, "log_level", text, sizeof(text), &length));
+  CHECK(strcmp(text, "debug") == 0 || strcmp(text, "info") == 0 || strcmp(text, "warning") == 0 ||
+        strcmp(text, "error") == 0 || strcmp(text, "off") == 0);
+  kiln_runtime_free(shared);
+}
+
+static void test_module_from_buffer(void) {
+  kiln_module_t* module = NULL;
+  const char garbage[] = "not a program, and not a zip either: just bytes..........................";
+  CHECK_STATUS(kiln_module_create_from_buffer(NULL, NULL, 10, &module), KILN_ERROR_INVALID_ARGUMENT);
+  CHECK_OK(kiln_module_create_from_buffer(NULL, garbage, sizeof(garbage), &module));
+  CHECK_STATUS(kiln_module_load(module, NULL), KILN_ERROR_INVALID_PROGRAM);
+  kiln_module_free(module);
+}
+
+static void test_cuda_without_gpu_is_named(void) {
+  void* stream = NULL;
+  uint64_t in_use = 0;
+  /* Runs on machines with and without a GPU: either an answer or NotSupported with a reason. */
+  if (kiln_cuda_device_count() == 0) {
+    CHECK_STATUS(kiln_cuda_current_stream(0, &stream), KILN_ERROR_NOT_SUPPORTED);
+    CHECK(contains(kiln_last_error_message(), "CUDA"));
+    CHECK_STATUS(kiln_cuda_memory_stats(0, &in_use, NULL, NULL, NULL), KILN_ERROR_NOT_SUPPORTED);
+    CHECK_STATUS(kiln_cuda_release_cached_memory(0), KILN_ERROR_NOT_SUPPORTED);
+  } else {
+    CHECK_OK(kiln_cuda_current_stream(0, &stream));
+    CHECK_OK(kiln_cuda_memory_stats(0, &in_use, NULL, NULL, NULL));
+  }
+  CHECK_STATUS(kiln_cuda_current_stream(0, NULL), KILN_ERROR_INVALID_ARGUMENT);
+}
+
 /* ---- real program (optional) ------------------------------------------------------ */
 
 static unsigned char* read_file(const char* path, size_t* size) {
@@ -594,6 +683,48 @@ static double element_as_double(const void* data, kiln_dtype_t dtype, size_t i) 
     case KILN_DTYPE_BOOL: return ((const uint8_t*)data)[i];
     default: return NAN;
   }
+}
+
+/* The program at `path` loaded from a copy of its bytes gives the same outputs
+ * (programs with an external data file are not loadable from memory). */
+static void test_same_program_from_memory(const char* path, const char* method, kiln_tensor_t* const* inputs,
+                                          size_t n_in, kiln_tensor_t* const* outputs, size_t n_outputs) {
+  char data_path[4096];
+  size_t size = 0, n_again = 0, i;
+  unsigned char* bytes;
+  kiln_module_t* module = NULL;
+  kiln_tensor_t** again = NULL;
+  if (snprintf(data_path, sizeof(data_path), "%s.data", path) >= (int)sizeof(data_path) || access(data_path, F_OK) == 0)
+    return;
+  bytes = read_file(path, &size);
+  CHECK(bytes != NULL);
+  if (!bytes) return;
+  CHECK_OK(kiln_module_create_from_buffer(NULL, bytes, size, &module));
+  memset(bytes, 0xFF, size); /* copied at creation: later changes to the buffer do not matter */
+  free(bytes);
+  CHECK_OK(kiln_module_execute(module, method, inputs, n_in, &again, &n_again));
+  CHECK(n_again == n_outputs);
+  for (i = 0; i < n_again && i < n_outputs; ++i) {
+    size_t want = 0, got = 0, k, elem;
+    void *a = NULL, *b = NULL;
+    kiln_dtype_t dtype = 0;
+    int mismatches = 0;
+    CHECK_OK(kiln_tensor_nbytes(outputs[i], &want));
+    CHECK_OK(kiln_tensor_nbytes(again[i], &got));
+    CHECK_OK(kiln_tensor_data(outputs[i], &a));
+    CHECK_OK(kiln_tensor_data(again[i], &b));
+    CHECK_OK(kiln_tensor_dtype(outputs[i], &dtype));
+    CHECK(want == got);
+    elem = kiln_dtype_element_size(dtype);
+    for (k = 0; elem > 0 && want == got && k < want / elem; ++k) {
+      const double x = element_as_double(a, dtype, k), y = element_as_double(b, dtype, k);
+      if (fabs(x - y) > 1e-5 * fabs(x) + 1e-6) ++mismatches;
+    }
+    CHECK(mismatches == 0);
+  }
+  printf("real program: the same outputs from a copy in memory\n");
+  kiln_tensor_array_free(again, n_again);
+  kiln_module_free(module);
 }
 
 /* Returns 1 if the real-program part ran. */
@@ -703,6 +834,7 @@ static int test_real_program(void) {
     }
   }
   if (expected_bytes) CHECK(cursor == expected_size);
+  test_same_program_from_memory(path, method, inputs, n_in, outputs, n_outputs);
   kiln_tensor_array_free(outputs, n_outputs);
   for (i = 0; i < n_in && i < 16; ++i) kiln_tensor_free(inputs[i]);
 
@@ -727,8 +859,12 @@ int main(void) {
   test_dlpack_versioned_wrapper();
   test_options();
   test_module_errors();
+  test_runtime_and_settings();
+  test_module_from_buffer();
+  test_cuda_without_gpu_is_named();
   printf("ran: library_info null_arguments tensor_borrowed tensor_owned_and_errors tensor_copy_and_empty "
-         "dlpack_import dlpack_export_and_round_trip dlpack_versioned_wrapper options module_errors\n");
+         "dlpack_import dlpack_export_and_round_trip dlpack_versioned_wrapper options module_errors "
+         "runtime_and_settings module_from_buffer cuda_without_gpu_is_named\n");
   ran_real = test_real_program();
   if (ran_real)
     printf("ran: real_program\n");

@@ -118,7 +118,7 @@ def model_mappings() -> int:
 
 @functools.cache
 def _kiln_cuda():
-    """The CUDA plugin's function table (bench/models/gpu_bench.py's reader), looked up once."""
+    """Kiln's CUDA allocator statistics (bench/models/gpu_bench.py's reader)."""
     sys.path.insert(0, str(gpu_support.REPO / "bench" / "models"))
     from gpu_bench import KilnCuda
 

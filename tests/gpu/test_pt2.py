@@ -161,10 +161,9 @@ def test_kiln_import(pt2, imported, name):
         if method["device"] != DEVICE:
             return None, False, f"device {method['device']}"
         shims = [s for s in meta.get("shim_imports", "").split(",") if s]
-        supported = set()
-        for f in ("supported_shims.txt", "supported_cuda_shims.txt"):
-            supported |= {ln.strip() for ln in (gpu_support.REPO / "python" / "kiln" / f).read_text().splitlines()
-                          if ln.strip() and not ln.startswith("#")}
+        from kiln.exporter.backends.aoti import load_supported_shims
+
+        supported = load_supported_shims()
         missing = [s for s in shims if s not in supported]
         if missing:
             return None, False, f"imports shims Kiln lacks: {missing}"

@@ -19,6 +19,7 @@
 #include "kiln/signing.h"
 #include "program/regular_file.h"
 #include "program/zip_archive.h"
+#include "core/settings.h"
 #include "runtime/signature_policy.h"
 
 namespace kiln {
@@ -116,10 +117,11 @@ TEST(RegularFile, AFifoInKilnTrustedKeysIsRefusedAtOnce) {
   const std::string fifo = make_fifo(dir, "keys");
   ::setenv("KILN_REQUIRE_SIGNATURE", "1", 1);
   ::setenv("KILN_TRUSTED_KEYS", fifo.c_str(), 1);
-  const Error got = within_deadline([&] { return SignaturePolicy::from(nullptr).error(); });
-  const std::string message = last_error_message();
+  const Settings settings;  // reads the environment, as the process's settings do at start
   ::unsetenv("KILN_REQUIRE_SIGNATURE");
   ::unsetenv("KILN_TRUSTED_KEYS");
+  const Error got = within_deadline([&] { return SignaturePolicy::from(settings, nullptr).error(); });
+  const std::string message = last_error_message();
   EXPECT_NE(got, Error::Ok);
   EXPECT_NE(message.find("KILN_TRUSTED_KEYS"), std::string::npos) << message;
   EXPECT_NE(message.find("FIFO"), std::string::npos) << message;

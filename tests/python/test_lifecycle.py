@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import kiln
-from kiln.runtime import KilnError, Module
+from kiln.runtime import KilnError, Module, Runtime
 from parity_models import Mlp
 
 
@@ -206,10 +206,14 @@ def test_temp_file_fallback_loads_and_leaves_nothing_on_disk(mlp_program, tmp_pa
     scratch = tmp_path / "tmpdir"
     scratch.mkdir()
     monkeypatch.setenv("TMPDIR", str(scratch))
-    monkeypatch.setenv("KILN_DISABLE_MEMFD", "1")
+    runtime = Runtime.default()
+    runtime.set("disable_memfd", True)  # a process setting: takes the fallback on purpose
     memfd_mappings = _model_mappings()  # modules of earlier tests may still be alive
     module = Module(str(path))
-    module.load_method("forward")
+    try:
+        module.load_method("forward")
+    finally:
+        runtime.set("disable_memfd", False)
     assert list(scratch.iterdir()) == []
     assert _model_mappings() == memfd_mappings  # not from a memfd: from the (deleted) temporary file
     x = torch.randn(6, 32)

@@ -384,3 +384,88 @@ def test_end_to_end_tiny_mlp_matches_eager(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "ran: real_program" in proc.stdout
     assert "comparing with expected outputs" in proc.stdout
+
+
+# ---- runtimes, settings, programs in memory ----------------------------------------------
+
+
+def test_settings_table_is_reachable_and_typed():
+    table = {s.name: s for s in runtime.settings()}
+    assert table["require_signature"].type == "bool" and table["require_signature"].scope == "runtime"
+    assert table["log_level"].type == "debug|info|warning|error|off" and table["log_level"].scope == "process"
+    assert table["cuda_allow_tf32"].environment_variable == "KILN_CUDA_ALLOW_TF32"
+    assert all(s.doc for s in table.values())
+    # docs/settings.md lists exactly these settings (a C++ test checks it line by line).
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "settings.md").read_text()
+    for name in table:
+        assert f"| `{name}` |" in doc
+
+
+def test_runtime_settings_are_typed_and_scoped():
+    strict, lax = runtime.Runtime(require_signature=True), runtime.Runtime()
+    assert strict.get("require_signature") is True and lax.get("require_signature") is False
+    strict.set("trusted_keys", "/keys/a.pub")
+    assert strict.get("trusted_keys") == "/keys/a.pub" and lax.get("trusted_keys") == ""
+    before = lax.get("cuda_upload_workers")
+    strict.set("cuda_upload_workers", 3)  # process scope: every runtime sees it
+    try:
+        assert lax.get("cuda_upload_workers") == 3 and runtime.Runtime.default().get("cuda_upload_workers") == 3
+    finally:
+        strict.set("cuda_upload_workers", before)
+    with pytest.raises(KilnError) as e:
+        lax.set("no_such_setting", 1)
+    assert e.value.status == "InvalidArgument" and "no_such_setting" in str(e.value)
+    with pytest.raises(KilnError) as e:
+        lax.set("require_signature", "perhaps")
+    assert e.value.status == "InvalidArgument" and "require_signature" in str(e.value)
+    with pytest.raises(TypeError):
+        lax.set("require_signature", 1.5)
+
+
+def test_an_unreadable_environment_stops_a_new_runtime(monkeypatch):
+    """Checked in a fresh process: the process reads its environment once, at first use."""
+    code = (
+        "from kiln.runtime import Runtime, KilnError\n"
+        "try:\n    Runtime()\nexcept KilnError as e:\n    print(e.status, e)\n"
+    )
+    env = {**os.environ, "KILN_DISABLE_CUDA": "sometimes", "PYTHONPATH": str(PYTHON_DIR)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "InvalidArgument" in out.stdout and "KILN_DISABLE_CUDA='sometimes'" in out.stdout, out.stdout
+
+
+def test_cuda_calls_name_why_there_is_no_gpu():
+    if runtime.cuda.device_count() > 0:
+        pytest.skip("this machine has a GPU: tests/gpu covers the CUDA calls")
+    for call in (runtime.cuda.memory_stats, runtime.cuda.current_stream, runtime.cuda.release_cached_memory):
+        with pytest.raises(KilnError) as e:
+            call()
+        assert e.value.status == "NotSupported" and "CUDA" in str(e.value)
+
+
+def test_a_program_from_bytes_and_a_strict_runtime(tmp_path):
+    import torch
+
+    import kiln
+
+    torch.manual_seed(1)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh()).eval()
+    path = tmp_path / "m.kiln"
+    kiln.export(torch.export.export(model, (torch.randn(3, 8),)), backend="cpu").save(str(path))
+    data = bytearray(path.read_bytes())
+    module = Module.from_bytes(data)
+    data[:] = b"\xff" * len(data)  # the module holds its own copy
+    x = torch.randn(3, 8)
+    (y,) = module.forward(x.numpy())
+    with torch.no_grad():
+        np.testing.assert_allclose(y, model(x).numpy(), rtol=1e-5, atol=1e-6)
+    # A runtime that requires signatures refuses the unsigned program, from a file or from memory.
+    cli = os.environ.get("KILN_CLI", str(Path(runtime.library_path()).parent / "kiln"))
+    subprocess.run([cli, "keygen", "--out", str(tmp_path / "release")], check=True, capture_output=True, timeout=60)
+    strict = runtime.Runtime(require_signature=True, trusted_keys=str(tmp_path / "release.pub"))
+    for refused in (Module(path, runtime=strict), Module.from_bytes(path.read_bytes(), runtime=strict)):
+        with pytest.raises(KilnError) as e:
+            refused.load()
+        assert e.value.status == "IntegrityError" and "not signed" in str(e.value), e.value
+        with pytest.raises(KilnError):
+            refused.forward(x.numpy())  # the refusal is sticky: no load without the policy

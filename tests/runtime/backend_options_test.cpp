@@ -3,7 +3,6 @@
 #include <memory>
 
 #include "kiln/backend_options.h"
-#include "runtime/backend.h"
 
 namespace kiln {
 namespace {
@@ -33,25 +32,6 @@ TEST(BackendOptions, MapIsADeepCopy) {
   ASSERT_NE(copy.options_for("aoti"), nullptr);
   EXPECT_EQ(copy.options_for("aoti")->get_string("key"), "temporary");
   EXPECT_EQ(copy.options_for("other"), nullptr);
-}
-
-TEST(BackendRegistry, AotiIsRegisteredAndRejectsUnknownOptions) {
-  Backend* aoti = find_backend("aoti");
-  ASSERT_NE(aoti, nullptr);
-  EXPECT_EQ(find_backend("nope"), nullptr);
-  BackendOptions good;
-  good.set("num_models", 2);
-  EXPECT_EQ(aoti->validate_options(good), Error::Ok);
-  BackendOptions unknown;
-  unknown.set("turbo", true);
-  EXPECT_EQ(aoti->validate_options(unknown), Error::InvalidArgument);
-  EXPECT_NE(last_error_message().find("unknown option 'aoti.turbo'"), std::string::npos);
-  BackendOptions mistyped;
-  mistyped.set("num_models", "two");
-  EXPECT_EQ(aoti->validate_options(mistyped), Error::InvalidArgument);
-  BackendOptions out_of_range;
-  out_of_range.set("num_models", 0);
-  EXPECT_EQ(aoti->validate_options(out_of_range), Error::InvalidArgument);
 }
 
 }  // namespace

@@ -1,29 +1,37 @@
-// python/kiln/supported_shims.txt is the one list of implemented shims: every
-// name in it must resolve in a binary that links the runtime, and the
-// generated kiln::aoti::kSupportedShims must be exactly that list. (That
-// libkiln.so exports nothing unlisted is checked by the shim_exports ctest.)
+// The lists src/shims/{common,cpu}/shims.txt are the one record of the shims
+// libkiln implements: every name in them must resolve in a binary that links
+// the runtime, and the generated kiln::aoti::kSupportedShims must be exactly
+// those lists. (That libkiln.so exports nothing unlisted is checked by the
+// shim_exports_match_list ctest.)
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <string>
 #include <vector>
 
-#include "aoti/supported_shims.h"
+#include "shims/supported_shims.h"
 
 namespace {
 
 std::vector<std::string> read_list() {
-  std::ifstream in(KILN_SUPPORTED_SHIMS_FILE);
-  EXPECT_TRUE(in.good()) << "cannot open " << KILN_SUPPORTED_SHIMS_FILE;
   std::vector<std::string> names;
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto b = line.find_first_not_of(" \t\r");
-    if (b == std::string::npos || line[b] == '#') continue;
-    const auto e = line.find_last_not_of(" \t\r");
-    names.push_back(line.substr(b, e - b + 1));
+  std::string files = KILN_SHIM_LIST_FILES;
+  for (size_t start = 0; start <= files.size();) {
+    const size_t bar = std::min(files.find('|', start), files.size());
+    const std::string file = files.substr(start, bar - start);
+    start = bar + 1;
+    std::ifstream in(file);
+    EXPECT_TRUE(in.good()) << "cannot open " << file;
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto b = line.find_first_not_of(" \t\r");
+      if (b == std::string::npos || line[b] == '#') continue;
+      const auto e = line.find_last_not_of(" \t\r");
+      names.push_back(line.substr(b, e - b + 1));
+    }
   }
   return names;
 }

@@ -9,11 +9,11 @@
 #include <limits>
 #include <vector>
 
-#include "aoti/shim/layout_util.h"
-#include "aoti/shim/shim_abi.h"
-#include "aoti/shim/shim_state.h"
-#include "aoti/shim/tensor_handle.h"
-#include "devices/cpu/ops/half_float.h"
+#include "shims/common/layout_util.h"
+#include "shims/common/shim_abi.h"
+#include "shims/common/shim_state.h"
+#include "shims/common/tensor_handle.h"
+#include "core/half_float.h"
 #include "kiln/error.h"
 
 namespace {

@@ -1,16 +1,15 @@
-// The two symbols libkiln looks up after dlopen("libkiln_cuda.so"):
-// kiln_cuda_register (registers the device) and kiln_cuda_plugin_api (the
-// function table behind include/kiln/cuda.h).
+// The plugin's one entry point, kiln_cuda_plugin_api: the function table
+// (cuda_plugin_api.h) libkiln's loader uses to open the CUDA device and to
+// answer include/kiln/cuda.h.
 #include <cuda_runtime_api.h>
 
 #include <string>
 
 #include "devices/cuda/cuda_check.h"
-#include "devices/cuda/cuda_device.h"
-#include "devices/cuda/cuda_plugin_api.h"
-#include "devices/cuda/cuda_settings.h"
-#include "devices/cuda/cuda_thread_state.h"
-#include "kiln/device_interface.h"
+#include "devices/cuda/device/cuda_device.h"
+#include "devices/cuda/loader/cuda_plugin_api.h"
+#include "devices/cuda/device/cuda_thread_state.h"
+#include "core/device_interface.h"
 #include "kiln/log.h"
 
 using namespace kiln;
@@ -53,13 +52,6 @@ int32_t api_reset_peak(int32_t device) {
 int32_t api_release_cached(int32_t device) {
   return firewall("kiln::cuda::release_cached_memory", [&] { return CudaDevice::instance().release_cached(device); });
 }
-
-int32_t api_set_allow_tf32(int32_t allow) {
-  set_allow_tf32(allow != 0);
-  return 0;
-}
-
-int32_t api_allow_tf32() { return allow_tf32() ? 1 : 0; }
 
 int32_t api_copy_strided(void* dst, const int64_t* dst_strides, const void* src, const int64_t* src_strides,
                          const int64_t* sizes, int64_t ndim, uint64_t element_size, int32_t device, void* stream) {
@@ -124,15 +116,33 @@ int32_t api_set_current_stream(int32_t device, void* stream, void** previous) {
   });
 }
 
+int32_t api_open(void** device) {
+  return firewall("kiln_cuda_plugin_api()->open", [&]() -> Error {
+    if (device == nullptr) return set_error(Error::InvalidArgument, "open: null output");
+    int count = 0;
+    const cudaError_t status = cudaGetDeviceCount(&count);
+    if (status != cudaSuccess)
+      return cuda_status(status, "no usable CUDA device (cudaGetDeviceCount)", Error::NotSupported);
+    if (count <= 0) return set_error(Error::NotSupported, "no CUDA device is visible");
+    int driver = 0;
+    int runtime = 0;
+    (void)cudaDriverGetVersion(&driver);
+    (void)cudaRuntimeGetVersion(&runtime);
+    *device = static_cast<DeviceInterface*>(&CudaDevice::instance());
+    KILN_LOG(Info, "CUDA device opened: " + std::to_string(count) + " GPU(s), driver " + std::to_string(driver) +
+                       ", runtime " + std::to_string(runtime));
+    return Error::Ok;
+  });
+}
+
 const KilnCudaPluginApi kApi = {
     KILN_CUDA_PLUGIN_API_VERSION,
     sizeof(KilnCudaPluginApi),
+    api_open,
     api_device_count,
     api_memory_stats,
     api_reset_peak,
     api_release_cached,
-    api_set_allow_tf32,
-    api_allow_tf32,
     api_copy_strided,
     api_compute_capability,
     api_create_stream,
@@ -144,24 +154,6 @@ const KilnCudaPluginApi kApi = {
 }  // namespace
 
 extern "C" {
-
-__attribute__((visibility("default"))) int kiln_cuda_register(void) {
-  return firewall("kiln_cuda_register", []() -> Error {
-    int count = 0;
-    const cudaError_t status = cudaGetDeviceCount(&count);
-    if (status != cudaSuccess)
-      return cuda_status(status, "no usable CUDA device (cudaGetDeviceCount)", Error::NotSupported);
-    if (count <= 0) return set_error(Error::NotSupported, "no CUDA device is visible");
-    int driver = 0;
-    int runtime = 0;
-    (void)cudaDriverGetVersion(&driver);
-    (void)cudaRuntimeGetVersion(&runtime);
-    register_device_interface(&CudaDevice::instance());
-    KILN_LOG(Info, "CUDA device registered: " + std::to_string(count) + " GPU(s), driver " + std::to_string(driver) +
-                       ", runtime " + std::to_string(runtime));
-    return Error::Ok;
-  });
-}
 
 __attribute__((visibility("default"))) const KilnCudaPluginApi* kiln_cuda_plugin_api(void) { return &kApi; }
 

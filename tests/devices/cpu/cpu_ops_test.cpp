@@ -15,11 +15,11 @@
 #include <utility>
 #include <vector>
 
-#include "aoti/openmp_threads.h"
-#include "aoti/shim/shim_abi.h"
-#include "devices/cpu/ops/half_float.h"
-#include "devices/cpu/ops/parallel_for.h"
-#include "devices/cpu/ops/softmax_row.h"
+#include "devices/cpu/openmp_threads.h"
+#include "shims/cpu/cpu_shims.h"
+#include "core/half_float.h"
+#include "devices/cpu/parallel_for.h"
+#include "devices/cpu/softmax_row.h"
 #include "kiln/error.h"
 
 namespace {
@@ -782,7 +782,7 @@ TEST(CpuAttention, BadArgumentsFail) {
 // thread (OpenmpThreads::Scope in AotiMethod::execute); here the Scope is made
 // directly over libgomp, the runtime model libraries and OpenBLAS are bound to.
 
-using kiln::aoti::OpenmpThreads;
+using kiln::cpu::OpenmpThreads;
 
 const OpenmpThreads& gomp() {
   static const OpenmpThreads omp = OpenmpThreads::resolve_handle(::dlopen("libgomp.so.1", RTLD_NOW | RTLD_LOCAL));

@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "devices/cpu/cpu_device.h"
-#include "devices/cpu/large_block_cache.h"
+#include "core/cpu_device.h"
+#include "core/large_block_cache.h"
 
 namespace {
 

@@ -14,8 +14,8 @@
 
 #include "attention_reference.h"
 #include "cuda_test_util.h"
-#include "devices/cuda/ops/attention_kernel.h"
-#include "devices/cuda/ops/attention_mma_kernel.h"
+#include "devices/cuda/kernels/attention_kernel.h"
+#include "devices/cuda/kernels/attention_mma_kernel.h"
 
 namespace {
 

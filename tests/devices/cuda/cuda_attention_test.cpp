@@ -10,7 +10,7 @@
 
 #include "attention_reference.h"
 #include "cuda_test_util.h"
-#include "devices/cuda/cuda_shim_abi.h"
+#include "shims/cuda/cuda_shims.h"
 
 namespace {
 

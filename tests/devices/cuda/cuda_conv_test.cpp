@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cuda_test_util.h"
-#include "devices/cuda/cuda_shim_abi.h"
+#include "shims/cuda/cuda_shims.h"
 #include "kiln/cuda.h"
 
 namespace {

@@ -10,7 +10,7 @@
 
 #include "cuda_test_util.h"
 #include "kiln/cuda.h"
-#include "kiln/device_interface.h"
+#include "core/device_table.h"
 #include "kiln/tensor.h"
 
 namespace {
@@ -25,7 +25,7 @@ const Device kGpu{DeviceType::CUDA, 0};
 TEST(CudaDevice, RegisteredWithAtLeastOneGpu) {
   ASSERT_TRUE(kiln::cuda::is_available()) << kiln::last_error_message();
   EXPECT_GE(kiln::cuda::device_count(), 1);
-  kiln::DeviceInterface* iface = kiln::get_device_interface(DeviceType::CUDA);
+  kiln::DeviceInterface* iface = kiln::device_for(DeviceType::CUDA);  // published by the load above
   ASSERT_NE(iface, nullptr);
   EXPECT_EQ(iface->type(), DeviceType::CUDA);
   int count = 0;

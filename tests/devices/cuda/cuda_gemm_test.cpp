@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "cuda_test_util.h"
-#include "devices/cuda/cuda_shim_abi.h"
-#include "devices/cuda/ops/gemv_kernel.h"
+#include "shims/cuda/cuda_shims.h"
+#include "devices/cuda/kernels/gemv_kernel.h"
 #include "kiln/cuda.h"
 #include "kiln/log.h"
 

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "cuda_test_util.h"
-#include "devices/cuda/cuda_shim_abi.h"
+#include "shims/cuda/cuda_shims.h"
 #include "kiln/cuda.h"
 
 namespace {

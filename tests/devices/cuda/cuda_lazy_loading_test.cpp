@@ -9,7 +9,7 @@
 #include <string>
 
 #include "cuda_test_util.h"
-#include "devices/cuda/cuda_shim_abi.h"
+#include "shims/cuda/cuda_shims.h"
 #include "kiln/cuda.h"
 #include "kiln/tensor.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "aoti/shim/shim_abi.h"
+#include "shims/common/shim_abi.h"
 #include "kiln/dtype.h"
 #include "kiln/error.h"
 

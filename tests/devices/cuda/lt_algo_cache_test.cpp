@@ -1,7 +1,7 @@
 // LtAlgoCache's bookkeeping, on the host: answers only for the exact key,
 // empties itself when full instead of growing, and stays consistent under
 // concurrent lookups and inserts.
-#include "devices/cuda/ops/lt_algo_cache.h"
+#include "shims/cuda/lt_algo_cache.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // StreamBlockCache's bookkeeping, on the host: blocks come back only for the
 // stream and exact size they were freed with, within the limits, and draining
 // hands back exactly what was kept.
-#include "devices/cuda/stream_block_cache.h"
+#include "devices/cuda/device/stream_block_cache.h"
 
 #include <gtest/gtest.h>
 

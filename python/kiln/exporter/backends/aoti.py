@@ -38,15 +38,28 @@ __all__ = [
     "UnsupportedKernelsError",
     "DEVICE_SHIM_PREFIXES",
     "PROXY_EXECUTOR_SHIM",
-    "SUPPORTED_SHIMS_PATH",
+    "SHIM_LIST_PATHS",
     "check_shim_imports",
     "load_supported_shims",
     "shim_calls_in_source",
     "validate_inductor_options",
 ]
 
-#: The list of aoti_torch_* functions Kiln's runtime implements (shared with the C++ side).
-SUPPORTED_SHIMS_PATH = Path(__file__).resolve().parents[2] / "supported_shims.txt"
+
+def _shim_list_paths() -> tuple[Path, ...]:
+    """The lists of the aoti_torch_* functions Kiln's runtime implements, shared with the
+    C++ side: src/shims/{common,cpu,cuda}/shims.txt in a source tree, or the copies an
+    installed package carries as kiln/shims/<device>.txt (setup.py puts them there)."""
+    package = Path(__file__).resolve().parents[2]
+    devices = ("common", "cpu", "cuda")
+    installed = tuple(package / "shims" / f"{d}.txt" for d in devices)
+    if all(p.is_file() for p in installed):
+        return installed
+    return tuple(package.parents[1] / "src" / "shims" / d / "shims.txt" for d in devices)
+
+
+#: Every list the runtime's shims are named in (libkiln's and the CUDA plugin's).
+SHIM_LIST_PATHS = _shim_list_paths()
 
 #: Device-specific op shims are named aoti_torch_<device>_<op>; everything else is device-neutral.
 DEVICE_SHIM_PREFIXES = ("cpu", "cuda", "mps", "xpu")
@@ -89,14 +102,10 @@ class CompiledMethod:
     library_outputs: int | None = None
 
 
-SUPPORTED_CUDA_SHIMS_PATH = SUPPORTED_SHIMS_PATH.parent / "supported_cuda_shims.txt"
-
-
 def load_supported_shims(path: str | os.PathLike | None = None) -> set[str]:
     """Reads a shim list: one name per line, '#' starts a comment line. With no
-    path: everything the runtime implements, libkiln's list plus the CUDA
-    plugin's."""
-    paths = [path] if path else [SUPPORTED_SHIMS_PATH, SUPPORTED_CUDA_SHIMS_PATH]
+    path: everything the runtime implements (SHIM_LIST_PATHS)."""
+    paths = [path] if path else list(SHIM_LIST_PATHS)
     names: set[str] = set()
     for p in paths:
         with open(p, encoding="utf-8") as f:
@@ -164,7 +173,8 @@ def check_shim_imports(
             f"method {method!r} ({device}): the compiled library needs {len(missing)} "
             f"aoti_torch_* function(s) that Kiln's runtime does not implement:\n"
             + "\n".join(lines)
-            + "\nAdd them to the runtime (and python/kiln/supported_shims.txt), or change the "
+            + "\nAdd them to the runtime (src/shims/<device>/, listed in shims.txt there; "
+            + "docs/adding-an-op.md), or change the "
             "model/decompositions so AOTInductor generates code for them instead.",
         )
     return shim_imports
@@ -204,7 +214,7 @@ class AotiBackend:
 
     Instances hold no state across preprocess calls except configuration, so one
     backend may compile several methods.  ``supported_shims`` overrides the runtime's
-    list (for tests or a runtime with extra shims); ``None`` reads supported_shims.txt.
+    list (for tests or a runtime with extra shims); ``None`` reads SHIM_LIST_PATHS.
     ``temp_dir`` is where each compile's private scratch directory is made (default:
     the system's temporary directory); it is removed when the method is done.
     """

@@ -1,0 +1,40 @@
+// The CPU fallback ops: aoti_torch_cpu_<op> functions a model library calls
+// for ATen ops AOTInductor does not generate code for. One file per op in this
+// directory (mm.cpp, convolution.cpp, sdpa.cpp, rms_norm_linear.cpp), every
+// name listed in shims.txt beside them. Conventions: shim_abi.h.
+#pragma once
+
+#include "shims/common/shim_abi.h"
+
+extern "C" {
+
+/// out = self @ mat2 (2-D). out is preallocated with the result shape.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                      AtenTensorHandle mat2);
+/// out = beta * self + alpha * (mat1 @ mat2); self broadcasts to out's shape.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                         AtenTensorHandle mat1, AtenTensorHandle mat2, double beta,
+                                                         double alpha);
+/// out[b] = self[b] @ mat2[b] (3-D).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                       AtenTensorHandle mat2);
+/// Kiln's fused op kiln::rms_norm_linear (python/kiln/exporter/kiln_ops.py):
+/// *ret0 = linear(rms_norm(x) * (norm_weight + weight_offset), weight), the norm in
+/// float32 and rounded to x's dtype; x [..., K], norm_weight [K], weight [N, K].
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_rms_norm_linear(AtenTensorHandle x, AtenTensorHandle norm_weight,
+                                                               AtenTensorHandle weight, double eps,
+                                                               double weight_offset, AtenTensorHandle* ret0);
+/// aten::convolution (1-3 spatial dims, batched input); bias may be null; *ret0 is a new reference.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_convolution(
+    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
+    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
+    int64_t dilation_len_, int32_t transposed, const int64_t* output_padding, int64_t output_padding_len_,
+    int64_t groups, AtenTensorHandle* ret0);
+/// aten::_scaled_dot_product_flash_attention_for_cpu: ret0 = attention output
+/// (query's layout), ret1 = logsumexp [B, H, L] float32. attn_mask and scale
+/// may be null. New references.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, double dropout_p, int32_t is_causal,
+    AtenTensorHandle* attn_mask, double* scale, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+
+}  // extern "C"

@@ -1,0 +1,146 @@
+// aoti_torch_cpu_{mm,addmm,bmm}_out: the matrix-multiply fallbacks Inductor
+// emits for linear layers and batched matmuls it does not generate itself.
+// float32/float64 go straight to BLAS on the tensors' own memory; bfloat16 and
+// float16 are widened to float32, multiplied, and rounded once on store.
+#include <string>
+#include <vector>
+
+#include "shims/cpu/cpu_shims.h"
+#include "devices/cpu/float_io.h"
+#include "devices/cpu/gemm.h"
+#include "shims/cpu/matmul.h"
+#include "shims/cpu/op_args.h"
+
+using namespace kiln;
+using namespace kiln::aoti;
+using namespace kiln::cpu;
+
+namespace {
+
+template <typename T>
+MatrixView<T> matrix(const Tensor& t, int64_t batch_dims, int64_t batch = 0) {
+  const int64_t r = batch_dims, c = batch_dims + 1;
+  T* base = static_cast<T*>(t.data_ptr()) + (batch_dims ? batch * t.stride(0) : 0);
+  return {base, t.size(r), t.size(c), t.stride(r), t.stride(c)};
+}
+template <typename T>
+MatrixView<const T> cmatrix(const Tensor& t, int64_t batch_dims, int64_t batch = 0) {
+  auto m = matrix<T>(t, batch_dims, batch);
+  return {m.data, m.rows, m.cols, m.row_stride, m.col_stride};
+}
+
+// self broadcast to out's shape (stride 0 on broadcast dims), or an error.
+Result<Tensor> broadcast_to(const Tensor& self, const Tensor& out) {
+  if (self.dim() > out.dim())
+    return invalid("self " + self.describe() + " does not broadcast to " + out.describe());
+  std::vector<int64_t> strides(out.sizes().size(), 0);
+  const size_t lead = out.sizes().size() - self.sizes().size();
+  for (size_t i = 0; i < self.sizes().size(); ++i) {
+    if (self.sizes()[i] == out.sizes()[lead + i]) {
+      strides[lead + i] = self.strides()[i];
+    } else if (self.sizes()[i] != 1) {
+      return invalid("self " + self.describe() + " does not broadcast to " + out.describe());
+    }
+  }
+  return Tensor(self.storage(), self.dtype(), out.sizes(), strides, self.storage_offset());
+}
+
+}  // namespace
+
+Error kiln::cpu::matmul(const Tensor& out, const Tensor* init, const Tensor& a, const Tensor& b, double beta,
+                        double alpha, int64_t batch_dims) {
+  const int64_t batches = batch_dims ? out.size(0) : 1;
+  const DType dt = out.dtype();
+  if (dt == DType::Float32 || dt == DType::Float64) {
+    if (beta != 0.0 && init) {
+      // Seed C with init; copying a tensor onto itself (addmm_ in place) is harmless.
+      KILN_RETURN_IF_ERROR(copy_tensor(out, *init));
+    }
+    for (int64_t i = 0; i < batches; ++i) {
+      Error e = dt == DType::Float32
+                    ? gemm<float>(cmatrix<float>(a, batch_dims, i), cmatrix<float>(b, batch_dims, i),
+                                  matrix<float>(out, batch_dims, i), static_cast<float>(alpha),
+                                  static_cast<float>(init ? beta : 0.0))
+                    : gemm<double>(cmatrix<double>(a, batch_dims, i), cmatrix<double>(b, batch_dims, i),
+                                   matrix<double>(out, batch_dims, i), alpha, init ? beta : 0.0);
+      KILN_RETURN_IF_ERROR(e);
+    }
+    return Error::Ok;
+  }
+  if (dt == DType::BFloat16 || dt == DType::Float16) {
+    std::vector<float> fa = to_floats(a), fb = to_floats(b);
+    std::vector<float> fc(static_cast<size_t>(out.numel()), 0.0f);
+    const bool seed = beta != 0.0 && init;
+    if (seed) load_floats(*init, fc.data());
+    const int64_t m = out.size(batch_dims), n = out.size(batch_dims + 1), k = a.size(batch_dims + 1);
+    for (int64_t i = 0; i < batches; ++i) {
+      KILN_RETURN_IF_ERROR(gemm<float>({fa.data() + i * m * k, m, k, k, 1}, {fb.data() + i * k * n, k, n, n, 1},
+                                       {fc.data() + i * m * n, m, n, n, 1}, static_cast<float>(alpha),
+                                       static_cast<float>(seed ? beta : 0.0)));
+    }
+    store_floats(fc.data(), out);
+    return Error::Ok;
+  }
+  return set_error(Error::NotSupported, std::string("dtype ") + dtype_name(dt) + " is not supported");
+}
+
+namespace {
+
+struct Operands {
+  Tensor* out;
+  Tensor* a;
+  Tensor* b;
+};
+
+// Checks out = a @ b shapes for rank 2 (mm) or 3 (bmm) and a common dtype.
+Result<Operands> check_matmul(AtenTensorHandle out_h, AtenTensorHandle a_h, AtenTensorHandle b_h, const char* a_name,
+                              const char* b_name, int64_t rank) {
+  KILN_ASSIGN_OR_RETURN(Tensor * out, cpu_tensor_arg(out_h, "out"));
+  KILN_ASSIGN_OR_RETURN(Tensor * a, cpu_tensor_arg(a_h, a_name));
+  KILN_ASSIGN_OR_RETURN(Tensor * b, cpu_tensor_arg(b_h, b_name));
+  if (a->dim() != rank || b->dim() != rank || out->dim() != rank)
+    return invalid("expected " + std::to_string(rank) + "-d tensors, got " + a_name + " " + a->describe() + ", " +
+                   b_name + " " + b->describe() + ", out " + out->describe());
+  const int64_t o = rank - 2;
+  const bool batch_ok = rank == 2 || (a->size(0) == b->size(0) && a->size(0) == out->size(0));
+  if (!batch_ok || a->size(o + 1) != b->size(o) || out->size(o) != a->size(o) || out->size(o + 1) != b->size(o + 1))
+    return invalid("shape mismatch: " + std::string(a_name) + " " + shape_string(a->sizes()) + " @ " + b_name + " " +
+                   shape_string(b->sizes()) + " -> out " + shape_string(out->sizes()));
+  KILN_RETURN_IF_ERROR(same_dtype(*a, out->dtype(), a_name));
+  KILN_RETURN_IF_ERROR(same_dtype(*b, out->dtype(), b_name));
+  return Operands{out, a, b};
+}
+
+}  // namespace
+
+extern "C" {
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                      AtenTensorHandle mat2) {
+  return guarded("aoti_torch_cpu_mm_out", [&]() -> Error {
+    KILN_ASSIGN_OR_RETURN(Operands ops, check_matmul(out, self, mat2, "self", "mat2", 2));
+    return matmul(*ops.out, nullptr, *ops.a, *ops.b, 0.0, 1.0, 0);
+  });
+}
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                         AtenTensorHandle mat1, AtenTensorHandle mat2, double beta,
+                                                         double alpha) {
+  return guarded("aoti_torch_cpu_addmm_out", [&]() -> Error {
+    KILN_ASSIGN_OR_RETURN(Operands ops, check_matmul(out, mat1, mat2, "mat1", "mat2", 2));
+    KILN_ASSIGN_OR_RETURN(Tensor * s, cpu_tensor_arg(self, "self"));
+    KILN_RETURN_IF_ERROR(same_dtype(*s, ops.out->dtype(), "self"));
+    KILN_ASSIGN_OR_RETURN(Tensor init, broadcast_to(*s, *ops.out));
+    return matmul(*ops.out, &init, *ops.a, *ops.b, beta, alpha, 0);
+  });
+}
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                       AtenTensorHandle mat2) {
+  return guarded("aoti_torch_cpu_bmm_out", [&]() -> Error {
+    KILN_ASSIGN_OR_RETURN(Operands ops, check_matmul(out, self, mat2, "self", "mat2", 3));
+    return matmul(*ops.out, nullptr, *ops.a, *ops.b, 0.0, 1.0, 1);
+  });
+}
+
+}  // extern "C"

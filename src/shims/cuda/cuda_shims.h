@@ -1,0 +1,96 @@
+// Kiln's declarations of the CUDA-specific aoti_torch_* shims that
+// libkiln_cuda.so defines and exports (made global by dlopen RTLD_GLOBAL, so a
+// model library resolves them like the device-neutral ones in libkiln).
+// Signatures follow PyTorch 2.11's aoti_torch/c/shim.h (USE_CUDA part) and
+// generated/c_shim_cuda.h, written here from their documented contracts.
+//
+// Conventions are those of aoti/shim/shim_abi.h: 0 success / 1 failure with
+// the thread's Kiln error message naming the function and the problem; no
+// exception escapes; "new reference" outputs are freed by the caller with
+// aoti_torch_delete_tensor_object. Ops run on the calling thread's current
+// stream of the tensors' device (see cuda_thread_state.h) and are
+// asynchronous with respect to the host.
+#pragma once
+
+#include "shims/common/shim_abi.h"
+
+extern "C" {
+
+struct CUDAGuardOpaque;
+typedef struct CUDAGuardOpaque* CUDAGuardHandle;
+struct CUDAStreamGuardOpaque;
+typedef struct CUDAStreamGuardOpaque* CUDAStreamGuardHandle;
+
+// ---- Device and stream guards (thread-local state) ---------------------------
+/// Makes `device_index` (-1: stay on the current one) the thread's current
+/// device until the guard is deleted, which restores the device current at
+/// creation. New guard, freed with aoti_torch_delete_cuda_guard.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_create_cuda_guard(int32_t device_index, CUDAGuardHandle* ret_guard);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_delete_cuda_guard(CUDAGuardHandle guard);
+/// Switches the current device while the guard lives (restore target unchanged).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_guard_set_index(CUDAGuardHandle guard, int32_t device_index);
+/// Makes `stream` (a cudaStream_t; null = legacy default stream) the thread's
+/// current stream on `device_index`, and that device current, until the guard
+/// is deleted (which restores both).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_create_cuda_stream_guard(void* stream, int32_t device_index,
+                                                                    CUDAStreamGuardHandle* ret_guard);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle guard);
+/// The thread's current stream on `device_index` (-1: current device); borrowed.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream);
+
+// ---- Raw memory from Kiln's caching allocator (weight caching allocator) ----
+/// nbytes on the current device, stream-ordered on the current stream.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_alloc(uint64_t nbytes, void** ret_ptr);
+/// Frees a pointer from raw_alloc (null is a no-op).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(void* ptr);
+
+// ---- Fallback ops (src/devices/cuda/ops/) -------------------------------------
+/// Kiln's fused op kiln::rms_norm_linear: *ret0 = linear(rms_norm(x) * (norm_weight +
+/// weight_offset), weight), at most 4 rows of x (the GEMV kernel's RMSNorm prologue).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_rms_norm_linear(AtenTensorHandle x, AtenTensorHandle norm_weight,
+                                                                AtenTensorHandle weight, double eps,
+                                                                double weight_offset, AtenTensorHandle* ret0);
+/// out = self @ mat2 (2-D), cuBLASLt. out is preallocated with the result shape.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                       AtenTensorHandle mat2);
+/// out = beta * self + alpha * (mat1 @ mat2); self broadcasts to out's shape.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                          AtenTensorHandle mat1, AtenTensorHandle mat2, double beta,
+                                                          double alpha);
+/// out[b] = self[b] @ mat2[b] (3-D).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                        AtenTensorHandle mat2);
+/// aten::convolution through cuDNN (1-d as 2-d, 2-d, 3-d; groups; transposed).
+/// bias may be null; *ret0 is a new reference laid out like ATen's CUDA result
+/// (channels-last when input or weight is channels-last).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_convolution(
+    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
+    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
+    int64_t dilation_len_, int32_t transposed, const int64_t* output_padding, int64_t output_padding_len_,
+    int64_t groups, AtenTensorHandle* ret0);
+/// aten::_scaled_dot_product_flash_attention (Kiln's own attention kernel).
+/// ret0 output (query's strides), ret1 logsumexp [B,H,L] float32, ret2/ret3
+/// undefined (cum_seq), ret4/ret5 = L/S, ret6/ret7 zero philox seed/offset
+/// (CPU uint64), ret8 empty debug mask. Null ret pointers are skipped.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, double dropout_p, int32_t is_causal,
+    int32_t return_debug_mask, double* scale, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
+    AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7,
+    AtenTensorHandle* ret8);
+/// aten::_scaled_dot_product_efficient_attention: ret0 output ([B,L,H,Ev]
+/// memory, viewed [B,H,L,Ev]), ret1 logsumexp [B,H,ceil(L/32)*32] (or
+/// [B,H,0] without compute_log_sumexp), ret2/ret3 zero int64 seed/offset.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* attn_bias,
+    int32_t compute_log_sumexp, double dropout_p, int32_t is_causal, double* scale, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3);
+/// aten::_scaled_dot_product_cudnn_attention: ret0 output (query's dimension
+/// order), ret1 logsumexp [B,H,L,1] float32, ret2/ret3 undefined, ret4/ret5 =
+/// L/S, ret6/ret7 zero int64 seed/offset, ret8 undefined.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* attn_bias,
+    int32_t compute_log_sumexp, double dropout_p, int32_t is_causal, int32_t return_debug_mask, double* scale,
+    AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4,
+    int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8);
+
+}  // extern "C"
