@@ -138,8 +138,9 @@ Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(Runtime::State&
   DeviceInterface* iface = *found;
   if (iface->device_count() <= config.device.index)
     return set_error(Error::NotSupported, "method '" + method.name + "' runs on " + device_string(config.device) +
-                                              ", but this machine has " + std::to_string(iface->device_count()) +
-                                              " such device(s)");
+                                              ", which this machine does not have (it has " +
+                                              std::to_string(iface->device_count()) + " " +
+                                              device_type_name(config.device.type) + " device(s))");
   config.device_interface = iface;
   KILN_RETURN_IF_ERROR(check_host_compatibility(method));
   if (config.device.type == DeviceType::CUDA) {
