@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 # tmp_path and tmp_path_factory directories go under one base directory in $TMPDIR that is
-# removed when the session ends, failed tests' files included (pytest would otherwise keep
+# removed when the test run ends, failed tests' files included (pytest would otherwise keep
 # <TMPDIR>/pytest-of-<user>/ and the last runs in it). --basetemp=DIR keeps them in DIR instead.
 _owned_basetemp = pytest.StashKey[Path]()
 

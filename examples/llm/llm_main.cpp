@@ -171,16 +171,16 @@ struct Generation {
 
 // One generation: prefill, then a decode call per token after the first. The
 // last token sampled is not fed back (nothing would read its logits).
-kiln::Result<Generation> generate(LlmSession& session, const Options& opt, const std::vector<int64_t>& prompt,
+kiln::Result<Generation> generate(LlmSession& llm, const Options& opt, const std::vector<int64_t>& prompt,
                                   bool keep_logits) {
   Sampler sampler(opt.sampling);
   Generation gen;
-  const int64_t vocab = session.vocab_size();
+  const int64_t vocab = llm.vocab_size();
   auto keep = [&](std::span<const float> logits) {
     if (keep_logits) gen.logits.insert(gen.logits.end(), logits.begin(), logits.end());
   };
   const auto t0 = Clock::now();
-  KILN_ASSIGN_OR_RETURN(std::span<const float> logits, session.prefill(prompt));
+  KILN_ASSIGN_OR_RETURN(std::span<const float> logits, llm.prefill(prompt));
   gen.prefill_ms = ms_since(t0);
   keep(logits);
   int64_t pos = static_cast<int64_t>(prompt.size());
@@ -197,12 +197,12 @@ kiln::Result<Generation> generate(LlmSession& session, const Options& opt, const
       gen.stopped_by = "eos";
       break;
     }
-    if (pos >= session.max_seq()) {
+    if (pos >= llm.max_seq()) {
       gen.stopped_by = "cache full";
       break;
     }
     const auto d0 = Clock::now();
-    KILN_ASSIGN_OR_RETURN(logits, session.decode(next, pos));
+    KILN_ASSIGN_OR_RETURN(logits, llm.decode(next, pos));
     const double step = ms_since(d0);
     gen.decode_ms += step;
     gen.step_ms.push_back(step);
@@ -241,7 +241,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kiln-llm: %s\n", kiln::last_error_message().c_str());
     return 1;
   }
-  LlmSession& session = **opened;
+  LlmSession& llm = **opened;
   const double load_ms = ms_since(l0);
 
   std::vector<int64_t> prompt = opt.prompt;
@@ -249,22 +249,22 @@ int main(int argc, char** argv) {
     // A reproducible random prompt: the model's weights are random too.
     std::mt19937_64 rng(opt.sampling.seed ^ 0x9e3779b97f4a7c15ull);
     for (int64_t i = 0; i < opt.prompt_len; ++i)
-      prompt.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(session.vocab_size())));
+      prompt.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(llm.vocab_size())));
   }
-  if (static_cast<int64_t>(prompt.size()) > session.max_prompt()) {
+  if (static_cast<int64_t>(prompt.size()) > llm.max_prompt()) {
     std::fprintf(stderr, "kiln-llm: the prompt has %zu tokens but the program's prefill takes at most %lld\n",
-                 prompt.size(), static_cast<long long>(session.max_prompt()));
+                 prompt.size(), static_cast<long long>(llm.max_prompt()));
     return 2;
   }
 
   for (int64_t i = 0; i < opt.warmup; ++i) {
-    auto warm = generate(session, opt, prompt, false);
+    auto warm = generate(llm, opt, prompt, false);
     if (!warm.ok()) {
       std::fprintf(stderr, "kiln-llm: warm-up generation failed: %s\n", kiln::last_error_message().c_str());
       return 1;
     }
   }
-  auto result = generate(session, opt, prompt, !opt.logits_out.empty());
+  auto result = generate(llm, opt, prompt, !opt.logits_out.empty());
   if (!result.ok()) {
     std::fprintf(stderr, "kiln-llm: %s\n", kiln::last_error_message().c_str());
     return 1;
@@ -285,7 +285,7 @@ int main(int argc, char** argv) {
   const double decode_tps = per_second(static_cast<double>(gen.decode_calls), gen.decode_ms);
   const Sampler sampler(opt.sampling);
   std::string cache_shape = "[";  // appended, not "[" + ...: GCC 12 warns falsely (-Wrestrict) on that
-  cache_shape += ids_text(session.cache_shape(), ", ");
+  cache_shape += ids_text(llm.cache_shape(), ", ");
   cache_shape += "]";
   if (opt.json) {
     std::printf(
@@ -294,18 +294,18 @@ int main(int argc, char** argv) {
         "\"load_ms\": %.3f, \"prefill_ms\": %.4f, \"prefill_tokens_per_s\": %.2f, \"decode_calls\": %lld, "
         "\"decode_ms\": %.4f, \"decode_tokens_per_s\": %.2f, \"decode_step_median_ms\": %.4f, "
         "\"sampling_ms\": %.4f}\n",
-        kiln::device_string(session.device()).c_str(), kiln::dtype_name(session.cache_dtype()), cache_shape.c_str(),
-        static_cast<long long>(session.vocab_size()), ids_text(prompt, ", ").c_str(),
+        kiln::device_string(llm.device()).c_str(), kiln::dtype_name(llm.cache_dtype()), cache_shape.c_str(),
+        static_cast<long long>(llm.vocab_size()), ids_text(prompt, ", ").c_str(),
         ids_text(gen.tokens, ", ").c_str(), gen.stopped_by.c_str(), sampler.describe().c_str(), load_ms,
         gen.prefill_ms, prefill_tps, static_cast<long long>(gen.decode_calls), gen.decode_ms, decode_tps,
         median(gen.step_ms), gen.sampling_ms);
     return 0;
   }
-  const double cache_kib = static_cast<double>(session.cache_bytes()) / 1024.0;
-  const std::string device = kiln::device_string(session.device());
+  const double cache_kib = static_cast<double>(llm.cache_bytes()) / 1024.0;
+  const std::string device = kiln::device_string(llm.device());
   std::printf("program %s: prefill + decode on %s, vocabulary %lld, KV cache 2 x %s %s (%.1f %s on %s)\n",
-              opt.program.c_str(), device.c_str(), static_cast<long long>(session.vocab_size()),
-              kiln::dtype_name(session.cache_dtype()), cache_shape.c_str(),
+              opt.program.c_str(), device.c_str(), static_cast<long long>(llm.vocab_size()),
+              kiln::dtype_name(llm.cache_dtype()), cache_shape.c_str(),
               cache_kib >= 1024.0 ? cache_kib / 1024.0 : cache_kib, cache_kib >= 1024.0 ? "MiB" : "KiB", device.c_str());
   std::printf("prompt (%zu tokens): %s\n", prompt.size(), ids_text(prompt, " ").c_str());
   std::printf("generated (%zu tokens, %s, stopped by %s): %s\n", gen.tokens.size(), sampler.describe().c_str(),

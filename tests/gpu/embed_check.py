@@ -49,7 +49,7 @@ def export(work: Path, device: str, out: Path, timeout_s: float) -> tuple[Path, 
         with open(log_path, "a") as f:
             f.write(f"$ {' '.join(cmd)}\n")
             f.flush()
-            # A session of its own, so a timeout also ends Inductor's compile workers.
+            # A process group of its own, so a timeout also ends Inductor's compile workers.
             proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
             try:
                 rc = proc.wait(timeout=timeout_s)
