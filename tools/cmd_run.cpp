@@ -12,7 +12,7 @@
 
 #include "cli_common.h"
 #include "commands.h"
-#include "float_convert.h"
+#include "core/half_float.h"
 #include "kiln/backend_options.h"
 #include "kiln/module.h"
 #include "npy.h"
@@ -136,7 +136,7 @@ Result<Tensor> random_input(const TensorSpec& spec, const RandomSpec& random, st
       for (int64_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = float_to_half(normal(rng));
       break;
     case DType::BFloat16:
-      for (int64_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = float_to_bfloat16(normal(rng));
+      for (int64_t i = 0; i < n; ++i) t.data<uint16_t>()[i] = float_to_bf16(normal(rng));
       break;
     case DType::Bool: {
       std::bernoulli_distribution coin(0.5);

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "float_convert.h"
+#include "core/half_float.h"
 
 namespace kiln::tools {
 
@@ -54,7 +54,7 @@ Result<Tensor> to_float32(const Tensor& tensor) {
     }
     case DType::BFloat16: {
       const auto* in = static_cast<const uint16_t*>(src);
-      for (int64_t i = 0; i < n; ++i) dst[i] = bfloat16_to_float(in[i]);
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(in[i]);
       break;
     }
     case DType::Float8_e4m3fn: {

@@ -1,13 +1,17 @@
-// bfloat16 / float16 <-> float32 conversions on raw 16-bit patterns.
-// Header-only and dependency-free so any layer can use it (the shim's dtype
-// conversions and the CPU fallback ops). Round-to-nearest-even on narrowing;
-// NaN stays NaN; float16 overflow becomes infinity; subnormals are exact.
+// Conversions between float32 and the narrow floating-point formats a model
+// may produce or consume, on raw bit patterns: bfloat16 and float16 both ways,
+// float8 (e4m3fn, e5m2) to float32. Header-only and dependency-free so any
+// layer can use it (the shims' dtype conversions, the CPU fallback ops, the
+// CLI's random inputs and .npy outputs). Round-to-nearest-even on narrowing,
+// like torch's casts; NaN stays NaN; float16 overflow becomes infinity;
+// subnormals are exact.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
-namespace kiln::cpu {
+namespace kiln {
 
 inline uint32_t float_bits(float f) noexcept {
   uint32_t u;
@@ -65,4 +69,25 @@ inline uint16_t float_to_half(float f) noexcept {
   return static_cast<uint16_t>(sign | (r >> 13));
 }
 
-}  // namespace kiln::cpu
+/// float8 e4m3fn (no infinities; 0x7f/0xff are NaN) -> float32 (exact).
+inline float float8_e4m3fn_to_float(uint8_t bits) noexcept {
+  const bool negative = (bits & 0x80u) != 0;
+  const uint32_t exponent = (bits >> 3) & 0xfu;
+  const uint32_t mantissa = bits & 0x7u;
+  float magnitude;
+  if (exponent == 0xf && mantissa == 0x7) {
+    magnitude = std::nanf("");
+  } else if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<float>(mantissa), -9);  // subnormal: units of 2^-9
+  } else {
+    magnitude = std::ldexp(1.0f + static_cast<float>(mantissa) / 8.0f, static_cast<int>(exponent) - 7);
+  }
+  return negative ? -magnitude : magnitude;
+}
+
+/// float8 e5m2 (binary16 with the low 8 mantissa bits dropped) -> float32 (exact).
+inline float float8_e5m2_to_float(uint8_t bits) noexcept {
+  return half_to_float(static_cast<uint16_t>(static_cast<uint16_t>(bits) << 8));
+}
+
+}  // namespace kiln

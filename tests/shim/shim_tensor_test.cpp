@@ -463,7 +463,7 @@ TEST(ShimMisc, GradModeCheckWarn) {
 }
 
 TEST(HalfFloat, RoundTripsAndRounds) {
-  using namespace kiln::cpu;
+  using namespace kiln;
   EXPECT_EQ(float_to_half(1.0f), 0x3C00);
   EXPECT_EQ(float_to_half(65504.0f), 0x7BFF);
   EXPECT_EQ(float_to_half(65520.0f), 0x7C00);            // rounds to infinity

@@ -64,8 +64,8 @@ Scalar load_scalar(const void* p, DType dtype) noexcept {
     case DType::UInt32: return from_uint(read<uint32_t>(p));
     case DType::UInt64: return from_uint(read<uint64_t>(p));
     case DType::Bool: return from_int(read<uint8_t>(p) != 0 ? 1 : 0);
-    case DType::Float16: return from_float(cpu::half_to_float(read<uint16_t>(p)));
-    case DType::BFloat16: return from_float(cpu::bf16_to_float(read<uint16_t>(p)));
+    case DType::Float16: return from_float(half_to_float(read<uint16_t>(p)));
+    case DType::BFloat16: return from_float(bf16_to_float(read<uint16_t>(p)));
     case DType::Float32: return from_float(read<float>(p));
     case DType::Float64: return from_float(read<double>(p));
     default: return from_int(0);
@@ -83,8 +83,8 @@ void store_scalar(void* p, DType dtype, const Scalar& v) noexcept {
     case DType::UInt32: write(p, static_cast<uint32_t>(as_uint(v))); break;
     case DType::UInt64: write(p, as_uint(v)); break;
     case DType::Bool: write(p, static_cast<uint8_t>(v.is_float ? (v.f != 0.0) : (v.i != 0))); break;
-    case DType::Float16: write(p, cpu::float_to_half(static_cast<float>(as_double(v)))); break;
-    case DType::BFloat16: write(p, cpu::float_to_bf16(static_cast<float>(as_double(v)))); break;
+    case DType::Float16: write(p, float_to_half(static_cast<float>(as_double(v)))); break;
+    case DType::BFloat16: write(p, float_to_bf16(static_cast<float>(as_double(v)))); break;
     case DType::Float32: write(p, static_cast<float>(as_double(v))); break;
     case DType::Float64: write(p, as_double(v)); break;
     default: break;

@@ -66,13 +66,13 @@ void make(Handle& t, std::vector<float>& logical, const std::vector<int64_t>& si
     } else if (dtype == kF64) {
       static_cast<double*>(p)[off] = v;
     } else if (dtype == kBF16) {
-      const uint16_t b = kiln::cpu::float_to_bf16(v);
+      const uint16_t b = kiln::float_to_bf16(v);
       static_cast<uint16_t*>(p)[off] = b;
-      logical[k] = kiln::cpu::bf16_to_float(b);
+      logical[k] = kiln::bf16_to_float(b);
     } else if (dtype == kF16) {
-      const uint16_t b = kiln::cpu::float_to_half(v);
+      const uint16_t b = kiln::float_to_half(v);
       static_cast<uint16_t*>(p)[off] = b;
-      logical[k] = kiln::cpu::half_to_float(b);
+      logical[k] = kiln::half_to_float(b);
     } else if (dtype == kBool) {
       static_cast<uint8_t*>(p)[off] = v != 0.0f;
     }
@@ -119,8 +119,8 @@ std::vector<float> read(AtenTensorHandle t) {
     for (int64_t d = 0; d < dim; ++d) off += idx[d] * strides[d];
     if (dtype == kF32) out[k] = static_cast<float*>(p)[off];
     if (dtype == kF64) out[k] = static_cast<float>(static_cast<double*>(p)[off]);
-    if (dtype == kBF16) out[k] = kiln::cpu::bf16_to_float(static_cast<uint16_t*>(p)[off]);
-    if (dtype == kF16) out[k] = kiln::cpu::half_to_float(static_cast<uint16_t*>(p)[off]);
+    if (dtype == kBF16) out[k] = kiln::bf16_to_float(static_cast<uint16_t*>(p)[off]);
+    if (dtype == kF16) out[k] = kiln::half_to_float(static_cast<uint16_t*>(p)[off]);
     for (int64_t d = dim; d-- > 0;) {
       if (++idx[d] < sizes[d]) break;
       idx[d] = 0;
@@ -302,7 +302,7 @@ std::vector<double> ref_rms_norm_linear(const std::vector<float>& x, const std::
     const double inv = 1.0 / std::sqrt(ss / k + eps);
     for (int64_t i = 0; i < k; ++i) {
       const auto v = static_cast<float>(x[r * k + i] * inv * (g[i] + offset));
-      normed[i] = bf16 ? kiln::cpu::bf16_to_float(kiln::cpu::float_to_bf16(v)) : v;
+      normed[i] = bf16 ? kiln::bf16_to_float(kiln::float_to_bf16(v)) : v;
     }
     for (int64_t j = 0; j < n; ++j) {
       double acc = 0;

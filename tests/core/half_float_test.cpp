@@ -7,9 +7,9 @@
 #include <limits>
 #include <random>
 
-#include "float_convert.h"
+#include "core/half_float.h"
 
-namespace kiln::tools {
+namespace kiln {
 namespace {
 
 // Value of a binary16 encoding computed from the definition.
@@ -83,25 +83,25 @@ TEST(FloatConvert, HalfRoundsLikeNearestEvenReference) {
 }
 
 TEST(FloatConvert, BFloat16) {
-  EXPECT_EQ(float_to_bfloat16(1.0f), 0x3f80);
-  EXPECT_EQ(bfloat16_to_float(0xc040), -3.0f);
+  EXPECT_EQ(float_to_bf16(1.0f), 0x3f80);
+  EXPECT_EQ(bf16_to_float(0xc040), -3.0f);
   // 1 + 2^-8 is the midpoint between 1 and 1 + 2^-7: ties to even (1.0).
-  EXPECT_EQ(float_to_bfloat16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);
+  EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8)), 0x3f80);
   // 1 + 3 * 2^-8 is the midpoint of 1 + 2^-7 (odd) and 1 + 2^-6: rounds up.
-  EXPECT_EQ(float_to_bfloat16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
-  EXPECT_EQ(float_to_bfloat16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)), 0x3f81);
-  EXPECT_TRUE(std::isnan(bfloat16_to_float(float_to_bfloat16(std::nanf("")))));
-  EXPECT_EQ(float_to_bfloat16(std::numeric_limits<float>::infinity()), 0x7f80);
+  EXPECT_EQ(float_to_bf16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3f82);
+  EXPECT_EQ(float_to_bf16(1.0f + std::ldexp(1.0f, -8) + std::ldexp(1.0f, -20)), 0x3f81);
+  EXPECT_TRUE(std::isnan(bf16_to_float(float_to_bf16(std::nanf("")))));
+  EXPECT_EQ(float_to_bf16(std::numeric_limits<float>::infinity()), 0x7f80);
   // Reference: the nearest of the two truncation neighbours, computed in double.
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> dist(-1000.0f, 1000.0f);
   for (int i = 0; i < 10000; ++i) {
     const float v = dist(rng);
     const uint16_t low = static_cast<uint16_t>(std::bit_cast<uint32_t>(v) >> 16);
-    const double a = bfloat16_to_float(low), b = bfloat16_to_float(static_cast<uint16_t>(low + 1));
+    const double a = bf16_to_float(low), b = bf16_to_float(static_cast<uint16_t>(low + 1));
     const double ea = std::fabs(a - v), eb = std::fabs(b - v);
     const uint16_t expected = ea < eb ? low : eb < ea ? static_cast<uint16_t>(low + 1) : ((low & 1) ? low + 1 : low);
-    ASSERT_EQ(float_to_bfloat16(v), expected) << v;
+    ASSERT_EQ(float_to_bf16(v), expected) << v;
   }
 }
 
@@ -121,4 +121,4 @@ TEST(FloatConvert, Float8) {
 }
 
 }  // namespace
-}  // namespace kiln::tools
+}  // namespace kiln
