@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import stat
 import struct
 from dataclasses import dataclass, field
 from typing import Callable
@@ -396,15 +397,25 @@ def _build_flatbuffer(program: Program, entries: list[_Entry], alignment: dict[s
 
 
 def _map(path: str, what: str):
-    """Read-only view of a file (mmap; an empty file gives b"")."""
+    """Read-only view of a regular file (mmap; an empty file gives b""). Opened without blocking
+    and checked before anything is read: a FIFO, a device or a directory given as a path is an
+    error naming it and what it is, never a hang (open() of a FIFO with no writer blocks)."""
     try:
-        f = open(path, "rb")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise FileNotFoundError(f"{what} {path!r} does not exist") from None
-    with f:
-        if os.fstat(f.fileno()).st_size == 0:
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            mode = info.st_mode
+            kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a directory" if stat.S_ISDIR(mode)
+                    else "a socket" if stat.S_ISSOCK(mode) else "a device")
+            raise ValueError(f"{what} {path!r} is {kind}, not a regular file")
+        if info.st_size == 0:
             return b""
-        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        return mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
+    finally:
+        os.close(fd)
 
 
 def _text(value) -> str:
