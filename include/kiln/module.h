@@ -116,7 +116,10 @@ class KILN_API Module {
   /// A check the compiled code makes on input values (an index out of range
   /// of an embedding table) fails the call with BackendFailed, also when it
   /// failed on a kernel's worker thread; the kernel itself has run past the
-  /// check by then, as AOTInductor's code does not stop there.
+  /// check by then, as AOTInductor's code does not stop there. Known
+  /// limitation: an index far outside the table makes that kernel read far
+  /// outside it, which can end the process (SIGSEGV) before the failure is
+  /// reported; validate indices that come from untrusted callers.
   Result<std::vector<Tensor>> execute(std::string_view name, const std::vector<Tensor>& inputs);
   Result<std::vector<Tensor>> forward(const std::vector<Tensor>& inputs) { return execute("forward", inputs); }
 
