@@ -164,14 +164,6 @@ Settings::Settings() {
   }
 }
 
-Settings::Settings(const Settings& other) {
-  std::lock_guard<std::mutex> lock(other.mutex_);
-  for (size_t i = 0; i < kSettingCount; ++i) numbers_[i].store(other.numbers_[i].load(std::memory_order_relaxed));
-  strings_ = other.strings_;
-  pinned_ = other.pinned_;
-  environment_errors_ = other.environment_errors_;
-}
-
 Error Settings::store(SettingId id, const SettingValue& value) {
   const SettingInfo& info = setting_info(id);
   SettingValue typed = value;

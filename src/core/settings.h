@@ -3,8 +3,9 @@
 //
 // Every knob Kiln reads lives in kSettingTable (settings.cpp); nothing else in
 // Kiln reads the environment. A value comes from, in order of precedence:
-//   1. the environment variable KILN_<NAME> (read once, parsed by
-//      parse_setting), which fixes the value: set() refuses to change it, so
+//   1. the environment variable KILN_<NAME> (read by the process once, at
+//      its first use of a setting, and by each Runtime when it is created;
+//      parsed by parse_setting), which fixes the value: set() refuses to change it, so
 //      a deployment can pin a policy (KILN_REQUIRE_SIGNATURE=1) that code
 //      cannot lift;
 //   2. set() (Runtime::set in C++, kiln_runtime_set_* in C, Runtime.set in
@@ -89,12 +90,10 @@ KILN_API std::string format_setting(const SettingInfo& info, const SettingValue&
 /// mutex. Thread-safe.
 class KILN_API Settings {
  public:
-  /// Defaults, with the environment's values on top (read here: the
-  /// process's settings are made this way, once).
+  /// Defaults, with the environment's values on top, read here: once for the
+  /// process's settings, at its creation for a Runtime's.
   Settings();
-  /// The same values (and environment) as `other`: a Runtime's settings start
-  /// as a copy of the process's.
-  Settings(const Settings& other);
+  Settings(const Settings&) = delete;
   Settings& operator=(const Settings&) = delete;
 
   /// InvalidArgument for a value of the wrong type (an int where a bool is
