@@ -1896,6 +1896,46 @@ def _structure_difference(got, want, where):
     return None
 
 
+# ---- 11. load options with hostile values ---------------------------------------------------------
+
+OPTION_CASES = [
+    ("aoti", "num_threads", 0), ("aoti", "num_threads", -1), ("aoti", "num_threads", 4097),
+    ("aoti", "num_threads", 2**40), ("aoti", "num_threads", "4"), ("aoti", "num_threads", True),
+    ("aoti", "num_threads", 4096), ("aoti", "device_index", -1), ("aoti", "device_index", 1025),
+    ("aoti", "device_index", 1), ("aoti", "num_models", 0), ("aoti", "num_models", 257), ("aoti", "num_models", 256),
+    ("aoti", "stream", "bogus"), ("aoti", "stream", ""), ("aoti", "weights", "bogus"), ("aoti", "weights", "library"),
+    ("aoti", "weights", "kiln"), ("aoti", "max_memory_bytes", 0), ("aoti", "max_memory_bytes", -1),
+    ("aoti", "max_memory_bytes", 1), ("aoti", "cuda_graphs", True), ("aoti", "cuda_graphs", "yes"),
+    ("aoti", "cuda_graph_cache_size", 0), ("aoti", "keep_outputs_on_device", True),
+    ("aoti", "verify_weights", "false"), ("aoti", "bogus_key", 1), ("nope", "x", 1), ("", "x", 1),
+    ("program", "require_signature", "true"), ("program", "require_signature", 1), ("program", "bogus", True),
+    ("program", "trusted_keys", ""), ("program", "trusted_keys", "garbage"),
+    ("program", "trusted_keys", "kiln-ed25519-public " + "0" * 64), ("program", "trusted_keys", "x" * (10 << 20)),
+    ("program", "trusted_keys_file", ""), ("program", "trusted_keys_file", ":"), ("program", "trusted_keys_file", "::"),
+    ("program", "trusted_keys_file", "/nonexistent.pub"), ("program", "trusted_keys_file", "\x01" * 10000),
+]
+
+
+@op
+def options(w: Worker, a: dict):
+    """Load options with hostile values: a named refusal, or a load whose forward gives eager's
+    answer; with require_signature, the unsigned main.kiln must never run."""
+    backend, key, value = a["case"]
+    opts = {backend: {key: value}}
+    if backend == "program" and key.startswith("trusted_keys"):
+        opts["program"]["require_signature"] = True
+    m = w.runtime.Module(str(w.work / "main.kiln"))
+    try:
+        m.load(opts)
+        diff = run_all_methods(m, ["forward"])
+        signature = bool(opts.get("program", {}).get("require_signature"))
+        if signature:
+            return "bypass", f"unsigned program ran with {opts}"
+        return ("wrong", diff) if diff else ("correct", "")
+    finally:
+        m.close()
+
+
 # ---- the campaign (parent side) ----------------------------------------------------------------
 
 
@@ -2507,6 +2547,177 @@ class Runner(Campaign):
                 shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.unlink(p)
         shutil.rmtree(d)
 
+    def cat_options(self):
+        self.run_worker("load options", [{"op": "options", "case": list(c)} for c in OPTION_CASES],
+                        label=lambda a: f"{a['case'][0]}.{a['case'][1]}={str(a['case'][2])[:30]!r}")
+
+    def cat_keys(self):
+        """Hostile key files for kiln verify --trust and kiln sign --key, a forged signature
+        under an identity (small-order) key, and signing a program whose data was changed."""
+        w = self.work
+        d = w / "keys"
+        d.mkdir()
+        alice = (w / "alice.pub").read_text().split()[1]
+        secret = (w / "alice.key").read_text().split()[1]
+        trust = {  # name -> (contents, whether alice's key is in it as written)
+            "wrong length": (f"kiln-ed25519-public {alice[:-2]}\n", False),
+            "non-hex": (f"kiln-ed25519-public {alice[:-1]}g\n", False),
+            "secret key file": ((w / "alice.key").read_text(), False),
+            "empty": ("", False), "comments only": ("# nothing\n\n# here\n", False),
+            "CRLF": (f"kiln-ed25519-public {alice} alice\r\n", True),
+            "uppercase hex": (f"kiln-ed25519-public {alice.upper()} alice\n", True),
+            "BOM": (f"\ufeffkiln-ed25519-public {alice} alice\n", True),
+            "trailing garbage": (f"kiln-ed25519-public {alice}xyz\n", False),
+            "two keys on a line": (f"kiln-ed25519-public {alice} kiln-ed25519-public {alice}\n", True),
+            "1 MiB line": ("kiln-ed25519-public " + "a" * (1 << 20) + "\n", False),
+            "NUL in the line": (f"kiln-ed25519-public {alice[:10]}\0{alice[11:]}\n", False),
+            "1000 copies": (f"kiln-ed25519-public {alice} alice\n" * 1000, True),
+            "wrong tag": (f"kiln-ed25519-secret {alice}\n", False),
+            "no tag": (f"{alice}\n", False),
+        }
+        jobs = []
+        for name, (text, has_alice) in trust.items():
+            f = d / f"trust-{len(jobs)}.pub"
+            f.write_bytes(text.encode("utf-8", "surrogatepass"))
+            jobs.append((("verify --trust", name, has_alice), ["verify", w / "main-signed.kiln", "--trust", f], None, 30))
+        keys = {
+            "public key as secret": ((w / "alice.pub").read_text(), False),
+            "63 hex digits": (f"kiln-ed25519-secret {secret[:-1]} alice\n", False),
+            "non-hex": (f"kiln-ed25519-secret {secret[:-1]}z alice\n", False),
+            "empty": ("", False), "1 MiB": ("kiln-ed25519-secret " + "0" * (1 << 20), False),
+            "zero seed": ("kiln-ed25519-secret " + "0" * 64 + " zero\n", True),
+            "two keys": (f"kiln-ed25519-secret {secret} a\nkiln-ed25519-secret {secret} b\n", True),
+        }
+        for name, (text, valid) in keys.items():
+            f = d / f"key-{len(jobs)}.key"
+            f.write_text(text)
+            jobs.append((("sign --key", name, valid), ["sign", w / "main.kiln", "--key", f, "--out",
+                                                       d / f"signed-{len(jobs)}.kiln"], None, 30))
+        # An identity public key (the small-order point y = 1) with the signature R = identity,
+        # S = 0: [S]B = R + [h]A holds for it whatever the message, if the verifier lets it.
+        identity = "01" + "00" * 31
+        (d / "identity.pub").write_text(f"kiln-ed25519-public {identity} identity\n")
+        data = (w / "main.kiln").read_bytes()
+        forged = data + b"KILNSIG1" + struct.pack("<II", TRAILER_SIZE, 1) + bytes.fromhex(identity) + \
+            bytes.fromhex(identity) + bytes(32)
+        (d / "forged.kiln").write_bytes(forged)
+        jobs.append((("forged identity-key signature", "verify", False),
+                     ["verify", d / "forged.kiln", "--trust", d / "identity.pub"], None, 30))
+        jobs.append((("forged identity-key signature", "run", False),
+                     ["run", d / "forged.kiln", "--repeat", "0", "--option", "program.require_signature=true",
+                      "--option", f"program.trusted_keys_file={d / 'identity.pub'}"], None, 60))
+        zero = data + b"KILNSIG1" + struct.pack("<II", TRAILER_SIZE, 1) + bytes(96)
+        (d / "zero.kiln").write_bytes(zero)
+        (d / "zero.pub").write_text("kiln-ed25519-public " + "0" * 64 + " zero\n")
+        jobs.append((("forged zero-key signature", "verify", False),
+                     ["verify", d / "zero.kiln", "--trust", d / "zero.pub"], None, 30))
+        # Signing must refuse a program whose data no longer matches its digests.
+        r = self.regions["main.kiln"]
+        for what in ("weights", "library"):
+            s_, e_ = r["segments"][r[f"{what}_keys"]["forward"]]
+            b = bytearray(data)
+            b[(s_ + e_) // 2] ^= 0x01
+            (d / f"changed-{what}.kiln").write_bytes(b)
+            jobs.append(((f"sign a program with changed {what}", "sign", False),
+                         ["sign", d / f"changed-{what}.kiln", "--key", w / "alice.key", "--out",
+                          d / f"resigned-{what}.kiln"], None, 30))
+        os.mkfifo(d / "fifo.key")  # keygen --out NAME writes NAME.key and NAME.pub
+        jobs.append((("keygen --out over a FIFO", "keygen", False), ["keygen", "--out", d / "fifo"], None, 10))
+        jobs.append((("keygen --out in a missing directory", "keygen", False),
+                     ["keygen", "--out", d / "missing" / "k"], None, 10))
+        jobs.append((("keygen --out an existing key", "keygen", False), ["keygen", "--out", w / "alice"], None, 10))
+
+        def classify(label, kind, rc, out, err):
+            what, consumer, acceptable = label
+            if kind == "ok":
+                if acceptable:
+                    return "correct", ""
+                if consumer in ("verify --trust", "verify", "run") or "sign a program" in what:
+                    return "bypass", f"{what}: accepted ({out.strip()[-160:]})"
+                return "wrong", f"{consumer} {what}: accepted"
+            return "error", err.strip()[-200:]
+        self.cli_attempts("key files and forged signatures", jobs, classify)
+        shutil.rmtree(d)
+
+    def cat_npy(self):
+        """kiln run --input with crafted .npy files: the answer (compared with eager through
+        --output-dir) or a named error."""
+        import numpy as np
+
+        w = self.work
+        d = w / "npy"
+        d.mkdir()
+        x = np.random.default_rng(3).standard_normal((5, FEATURES)).astype(np.float32)
+
+        def npy(header: str, payload: bytes, version=(1, 0), magic=b"\x93NUMPY") -> bytes:
+            h = header.encode("latin1")
+            if version[0] == 1:
+                pad = 64 - (10 + len(h) + 1) % 64
+                h = h + b" " * (pad % 64) + b"\n"
+                return magic + bytes(version) + struct.pack("<H", len(h)) + h
+            pad = 64 - (12 + len(h) + 1) % 64
+            h = h + b" " * (pad % 64) + b"\n"
+            return magic + bytes(version) + struct.pack("<I", len(h)) + h + payload
+
+        def head(descr="<f4", fortran=False, shape=(5, FEATURES)):
+            return f"{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {tuple(shape)}, }}"
+
+        c_bytes = x.tobytes()
+        cases = [  # (what, bytes, expected input or None when only an error is right)
+            ("valid", npy(head(), b"") + c_bytes, x),
+            ("Fortran order", npy(head(fortran=True), b"") + np.asfortranarray(x).tobytes(order="F"), x),
+            ("big-endian", npy(head(">f4"), b"") + x.astype(">f4").tobytes(), x),
+            ("version 2", npy(head(), c_bytes, (2, 0)), x),
+            ("version 3", npy(head(), c_bytes, (3, 0)), x),
+            ("trailing comma variants", npy("{'shape': (5, 16,), 'fortran_order': False, 'descr': '<f4'}", b"")
+             + c_bytes, x),
+            ("float64", npy(head("<f8"), b"") + x.astype("<f8").tobytes(), None),
+            ("object dtype", npy(head("|O"), b"") + bytes(40 * 16), None),
+            ("shape 2**62 rows", npy(head(shape=(2**62, FEATURES)), b"") + c_bytes, None),
+            ("shape 2**20 x 2**20 (grow)", npy(head(shape=(2**20, 2**20)), b"") + c_bytes, None),
+            ("negative shape", npy(head(shape=(-5, FEATURES)), b"") + c_bytes, None),
+            ("rank 1", npy(head(shape=(5 * FEATURES,)), b"") + c_bytes, None),
+            ("rank 0", npy(head(shape=()), b"") + c_bytes[:4], None),
+            ("64 dims of 1", npy(head(shape=(1,) * 64), b"") + c_bytes[:4], None),
+            ("data cut in half", npy(head(), b"") + c_bytes[:len(c_bytes) // 2], None),
+            ("data one byte short", npy(head(), b"") + c_bytes[:-1], None),
+            ("data one byte long", npy(head(), b"") + c_bytes + b"\0", None),
+            ("header length 65535", b"\x93NUMPY\x01\x00\xff\xff" + head().encode(), None),
+            ("header length past the end", b"\x93NUMPY\x02\x00" + struct.pack("<I", 2**31) + head().encode(), None),
+            ("header is a list", npy("[1, 2, 3]", b"") + c_bytes, None),
+            ("header missing shape", npy("{'descr': '<f4', 'fortran_order': False}", b"") + c_bytes, None),
+            ("header 100000 nested parens", npy("{'descr': '<f4', 'fortran_order': False, 'shape': " + "(" * 100000
+                                               + ")" * 100000 + "}", b"", (2, 0)) + c_bytes, None),
+            ("huge number in shape", npy(head().replace("(5, 16)", "(99999999999999999999999999, 16)"), b"")
+             + c_bytes, None),
+            ("unknown version 9.9", npy(head(), c_bytes, (9, 9)), None),
+            ("bad magic", npy(head(), b"", magic=b"\x93NUMPZ") + c_bytes, None),
+            ("empty file", b"", None), ("magic only", b"\x93NUMPY", None),
+            ("fortran_order not a bool", npy(head().replace("False", "'no'"), b"") + c_bytes, None),
+            ("descr unterminated", npy("{'descr': '<f4, 'fortran_order': False, 'shape': (5, 16), }", b"")
+             + c_bytes, None),
+            ("NUL in header", npy(head().replace("descr", "de\0scr"), b"") + c_bytes, None),
+        ]
+        jobs = []
+        for i, (what, content, want) in enumerate(cases):
+            (d / f"in{i}.npy").write_bytes(content)
+            method = "grow" if "grow" in what else "forward"
+            jobs.append(((what, i, want is not None), ["run", w / "main.kiln", "--method", method, "--input",
+                                                       d / f"in{i}.npy", "--output-dir", d / f"out{i}", "--repeat",
+                                                       "0"], None, 60))
+        (want_out,) = eager("forward", x)
+
+        def classify(label, kind, rc, out, err):
+            what, i, valid = label
+            if kind == "ok":
+                if not valid:
+                    return "wrong", f"{what}: ran ({out.strip()[-160:]})"
+                (got_path,) = sorted((d / f"out{i}").glob("out_0_*.npy"))
+                return ("correct", "") if same(np.load(got_path), want_out) else ("wrong", f"{what}: differs")
+            return "error", err.strip()[-200:]
+        self.cli_attempts(".npy inputs (kiln run)", jobs, classify)
+        shutil.rmtree(d)
+
     def cat_concurrency(self):
         if self.quick:
             cases = [(c, 4, 5) for c in ("shared-execute", "module-per-thread", "signed-loads",
@@ -2737,7 +2948,7 @@ def real_pt2_variants(data: bytes, rng: random.Random) -> list[tuple[str, bytes,
 # ---- main ---------------------------------------------------------------------------------------
 
 CATEGORIES = ["layouts", "contract", "inplace", "signature_small", "signature_real", "unsigned", "rewrite", "sticky",
-              "changing", "nonregular", "structure", "pt2", "concurrency", "exporter"]
+              "changing", "nonregular", "structure", "pt2", "options", "keys", "npy", "concurrency", "exporter"]
 
 
 def print_table(tallies: dict, out=sys.stdout) -> None:

@@ -5,7 +5,8 @@ The quick campaign exports one real CPU program (five methods) and makes a few h
 attempts against it, plus the exhaustive single-byte flips and truncations of a small signed
 program (about 17,000 loads): every input layout, hostile tensors through the C API and
 DLPack, written inputs, signatures, files changed under a loaded Module, paths that are not
-regular files, hostile program headers and FlatBuffers, hostile .pt2 packages and threads.
+regular files, hostile program headers and FlatBuffers, hostile .pt2 packages, load options,
+key files and .npy inputs, and threads.
 Each attempt must be a correct result or a named error; a wrong result, crash, hang or
 signature bypass fails the test unless it is one of the campaign's KNOWN_BUGS, each of which
 has an xfail(strict=True) reproducer below (so fixing one turns its test red until the entry
@@ -35,7 +36,8 @@ QUICK_CATEGORIES = {
     "unsigned truncations (load+run)", "rewritten after load", "sticky policy (Python)", "sticky policy (C API)",
     "sticky policy (C++)", "files changed under a Module", "non-regular paths (CLI)", "non-regular paths (Python)",
     "program structure", "program structure (Python reader)", "program structure (kiln inspect)",
-    ".pt2 packages (CLI)", ".pt2 packages (Module)", "threads", "tmp-residue",
+    ".pt2 packages (CLI)", ".pt2 packages (Module)", "load options", "key files and forged signatures",
+    ".npy inputs (kiln run)", "threads", "tmp-residue",
 }
 FAILURES = ("wrong", "crash", "hang", "bypass")
 
