@@ -2076,7 +2076,7 @@ class Runner(Campaign):
     # --- categories ---
 
     def cat_layouts(self):
-        recipes = layout_recipes(self.rng, 60 if self.quick else 1000)
+        recipes = layout_recipes(self.rng, 60 if self.quick else 4000)
 
         def remap(a, outcome, detail):
             if outcome == "error" and a["expect"] == "run":
@@ -2158,7 +2158,7 @@ class Runner(Campaign):
             for s, e in r["padding"]:
                 offsets.update(range(s, e) if e - s <= 8192 else rng.sample(range(s, e), 8192))
             for s, e in r["segments"].values():
-                offsets.update(range(s, e, 61))
+                offsets.update(range(s, e, 9))
         offsets = sorted(offsets)
         regions_hit = {}
         for o in offsets:
@@ -2169,9 +2169,9 @@ class Runner(Campaign):
                           "run": True} for o in offsets],
                         label=lambda a: f"byte {a['offset']} ({region_of(r, a['offset'])}) ^ {a['xor']:#x}")
         data = (self.work / "main-signed.kiln").read_bytes()
-        sample = sorted(rng.sample(offsets, 20 if self.quick else 300))
+        sample = sorted(rng.sample(offsets, 20 if self.quick else 2000))
         self._verify_variants("signed flips, real (kiln verify)", data, [("flip", o) for o in sample])
-        cuts = sorted(rng.sample(range(size), 10 if self.quick else 150)) + [size - 1, size - TRAILER_SIZE]
+        cuts = sorted(rng.sample(range(size), 10 if self.quick else 1000)) + [size - 1, size - TRAILER_SIZE]
         self.run_worker("signed truncations, real (load)",
                         [{"op": "length_load", "prog": "main-signed.kiln", "length": n, "policy": True} for n in cuts],
                         label=lambda a: f"length {a['length']}")
@@ -2213,7 +2213,7 @@ class Runner(Campaign):
         rng = self.rng
         attempts = []
         weights_spans = [r["segments"][k] for k in set(r["weights_keys"].values()) if k]
-        for i in range(40 if self.quick else 500):
+        for i in range(40 if self.quick else 3000):
             weights_only = i % 3 == 0
             k = rng.choice([1, 2, 4, 8, 16, 64])
             edits = []
@@ -2232,7 +2232,7 @@ class Runner(Campaign):
                              "weights_only": where == ["weights"], "where": ",".join(where)})
         self.run_worker("unsigned corruption", attempts, deadline=60,
                         label=lambda a: f"{len(a['edits'])} bytes in {a['where']} verify={a['verify_weights']}")
-        cuts = sorted(rng.sample(range(len(data)), 15 if self.quick else 250)) + [0, 1, 79, 80, len(data) - 1]
+        cuts = sorted(rng.sample(range(len(data)), 15 if self.quick else 1000)) + [0, 1, 79, 80, len(data) - 1]
         self.run_worker("unsigned truncations (load+run)",
                         [{"op": "length_load", "prog": "main.kiln", "length": n, "policy": False, "run": True}
                          for n in cuts], label=lambda a: f"length {a['length']}")
@@ -2304,8 +2304,8 @@ class Runner(Campaign):
         src.unlink()
 
     def cat_changing(self):
-        fractions = [0.0, 0.5] if self.quick else [0.0, 0.001, 0.01, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8,
-                                                   0.9, 0.99, 0.999]
+        fractions = [0.0, 0.5] if self.quick else [0.0, 0.0001, 0.001] + [k / 40 for k in range(1, 40)] + [0.999,
+                                                                                                         0.9999]
         self.run_worker("files changed under a Module",
                         [{"op": "changing", "mode": m, "fraction": f} for m in CHANGE_MODES for f in fractions],
                         deadline=60, label=lambda a: f"{a['mode']} at {a['fraction']}")
@@ -2446,7 +2446,7 @@ class Runner(Campaign):
             b[o] = rng.randint(1, 255)
             add(f"padding byte {o} non-zero", bytes(b))
         fs, fe = r["flatbuffer"]
-        for _ in range(40 if self.quick else 600):
+        for _ in range(40 if self.quick else 3000):
             b = bytearray(data)
             for _ in range(rng.randint(1, 4)):
                 if rng.random() < 0.4:
@@ -2482,7 +2482,7 @@ class Runner(Campaign):
                         [{"op": "structure_py", "file": f"struct/{f}", "what": what, "may_load": ok}
                          for f, what, ok in files if "sparse" not in f], deadline=30, on_result=python_reader,
                         label=lambda a: a["what"])
-        sample = files[:40] + rng.sample(files[40:], min(len(files) - 40, 15 if self.quick else 200))
+        sample = files[:40] + rng.sample(files[40:], min(len(files) - 40, 15 if self.quick else 1000))
         jobs = [((name, what, ok), ["inspect", d / Path(name).name, "--json", "--verify"], None, 30)
                 for name, what, ok in sample]
 
@@ -2723,8 +2723,8 @@ class Runner(Campaign):
             cases = [(c, 4, 5) for c in ("shared-execute", "module-per-thread", "signed-loads",
                                          "mixed-methods-and-queries")]
         else:
-            cases = [(c, t, 20 if c != "many-modules" else 64) for c in CONCURRENCY_CASES for t in (4, 8)]
-            cases += [("many-modules", 8, 128)]
+            cases = [(c, t, 60 if c != "many-modules" else 64) for c in CONCURRENCY_CASES for t in (4, 8, 16)]
+            cases += [("many-modules", 8, 256)]
         inside = [c for c in cases if not c[0].startswith("outside")]
         outside = [c for c in cases if c[0].startswith("outside")]
         self.run_worker("threads", [{"op": "concurrency", "case": c, "threads": t, "rounds": r}
@@ -2921,12 +2921,12 @@ def real_pt2_variants(data: bytes, rng: random.Random) -> list[tuple[str, bytes,
     import io
 
     out = [("real package", data, True)]
-    for _ in range(120):
+    for _ in range(400):
         b = bytearray(data)
         o = rng.randrange(len(b))
         b[o] ^= rng.choice([1, 0x80, 0xFF])
         out.append((f"real package, byte {o} flipped", bytes(b), True))
-    for cut in sorted(rng.sample(range(len(data)), 30)):
+    for cut in sorted(rng.sample(range(len(data)), 100)):
         out.append((f"real package cut at {cut}", data[:cut], True))
     with zipfile.ZipFile(io.BytesIO(data)) as z:
         entries = [(i.filename, z.read(i)) for i in z.infolist()]
