@@ -1137,7 +1137,10 @@ def corrupt(w: Worker, a: dict):
         m = w.runtime.Module(str(path))
         try:
             m.load({"aoti": {"verify_weights": a["verify_weights"]}})
-            diff = run_all_methods(m)
+            # Every method is loaded and run, whatever an earlier one gave: a changed library
+            # must be refused when its own method loads.
+            diffs = [run_all_methods(m, [name]) for name in _canonical_inputs()]
+            diff = "; ".join(d for d in diffs if d)
         finally:
             m.close()
         where = a["where"]
@@ -2231,7 +2234,8 @@ class Runner(Campaign):
             attempts.append({"op": "corrupt", "prog": "main.kiln", "edits": edits, "verify_weights": rng.random() < 0.5,
                              "weights_only": where == ["weights"], "where": ",".join(where)})
         self.run_worker("unsigned corruption", attempts, deadline=60,
-                        label=lambda a: f"{len(a['edits'])} bytes in {a['where']} verify={a['verify_weights']}")
+                        label=lambda a: f"{len(a['edits'])} bytes in {a['where']} verify={a['verify_weights']}: "
+                                        f"{a['edits'][:8]}")
         cuts = sorted(rng.sample(range(len(data)), 15 if self.quick else 1000)) + [0, 1, 79, 80, len(data) - 1]
         self.run_worker("unsigned truncations (load+run)",
                         [{"op": "length_load", "prog": "main.kiln", "length": n, "policy": False, "run": True}
