@@ -200,16 +200,11 @@ def same(got, want, overflow: bool = False) -> bool:
 # the CI test) fail only on failures that match none of these.
 KNOWN_BUGS = {
     "check-then-read": (
-        "aoti_torch_check (src/aoti/shim/misc_shims.cpp) records a failed index check and returns, so the "
+        "aoti_torch_check (src/shims/common/misc_shims.cpp) records a failed index check and returns, so the "
         "compiled kernel goes on to read the embedding table at the out-of-range index: an index far out "
         "of range is a SIGSEGV (near ones are an out-of-bounds read followed by the named error)",
         lambda category, attempt, outcome, detail: category == "embedding indices" and outcome == "crash"
         and "index out of bounds" in detail),
-    "python-reader-fifo": (
-        "kiln.program.load (python/kiln/program.py, _map) opens the path with open() before looking at what "
-        "it is, so a FIFO blocks it forever (the C++ reader refuses it by name)",
-        lambda category, attempt, outcome, detail: category == "non-regular paths (Python)" and outcome == "hang"
-        and "fifo as kiln.program.load" in str(attempt)),
 }
 
 

@@ -12,7 +12,7 @@
 // bytes) from the arena base. AOTInductor's own loader packs constants at 64
 // bytes, Triton specialises pointer arguments on 16-byte divisibility, and
 // cuBLASLt chooses algorithms by operand alignment up to 256 bytes (what a
-// separate CUDA allocation gives, and what gemm_ops.cpp asks for): 256 keeps
+// separate CUDA allocation gives, and what the CUDA mm shim (src/shims/cuda/mm.cpp) asks for): 256 keeps
 // every kernel on the paths it had with one allocation per constant.
 //
 // Waste: a constant breaks the run only when its blob offset is not 256-aligned

@@ -92,7 +92,7 @@ def embed_program(tmp_path_factory):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "known bug check-then-read: Kiln's aoti_torch_check (src/aoti/shim/misc_shims.cpp) records the failed "
+    "known bug check-then-read: Kiln's aoti_torch_check (src/shims/common/misc_shims.cpp) records the failed "
     "index check and returns, so the compiled kernel reads table[2**31] and the process dies of SIGSEGV"))
 @pytest.mark.parametrize("threads", [1, 2])
 def test_an_embedding_index_far_out_of_range_is_an_error_not_a_crash(embed_program, threads):
@@ -116,9 +116,6 @@ def test_an_embedding_index_far_out_of_range_is_an_error_not_a_crash(embed_progr
     assert "ERROR BackendFailed" in proc.stdout
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known bug python-reader-fifo: kiln.program.load opens the path (python/kiln/program.py _map) before "
-    "checking what it is, and open() of a FIFO with no writer blocks forever"))
 def test_the_python_reader_refuses_a_fifo_by_name(tmp_path):
     fifo = tmp_path / "program.kiln"
     os.mkfifo(fifo)

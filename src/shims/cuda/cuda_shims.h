@@ -44,7 +44,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_alloc(uint
 /// Frees a pointer from raw_alloc (null is a no-op).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(void* ptr);
 
-// ---- Fallback ops (src/devices/cuda/ops/) -------------------------------------
+// ---- Fallback ops (one file per op in this directory) --------------------------
 /// Kiln's fused op kiln::rms_norm_linear: *ret0 = linear(rms_norm(x) * (norm_weight +
 /// weight_offset), weight), at most 4 rows of x (the GEMV kernel's RMSNorm prologue).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_rms_norm_linear(AtenTensorHandle x, AtenTensorHandle norm_weight,
