@@ -1288,15 +1288,19 @@ def _refused_module(w: Worker, refusal: str):
     prog = {"unsigned": "main.kiln", "untrusted": "main-signed.kiln", "tampered-weights": "main-tampered-w.kiln",
             "tampered-library": "main-tampered-l.kiln", "env-policy": "main.kiln",
             "no-keys": "main-signed.kiln"}[refusal]
-    m = w.runtime.Module(str(w.work / prog))
+    runtime = None
+    if refusal == "env-policy":
+        # A runtime reads the environment when it is created (the process's default one, at its start).
+        os.environ["KILN_REQUIRE_SIGNATURE"] = "1"
+        os.environ["KILN_TRUSTED_KEYS"] = str(w.work / "alice.pub")
+        try:
+            runtime = w.runtime.Runtime()
+        finally:
+            del os.environ["KILN_REQUIRE_SIGNATURE"], os.environ["KILN_TRUSTED_KEYS"]
+    m = w.runtime.Module(str(w.work / prog), runtime=runtime)
     try:
         if refusal == "env-policy":
-            os.environ["KILN_REQUIRE_SIGNATURE"] = "1"
-            os.environ["KILN_TRUSTED_KEYS"] = str(w.work / "alice.pub")
-            try:
-                m.load()
-            finally:
-                del os.environ["KILN_REQUIRE_SIGNATURE"], os.environ["KILN_TRUSTED_KEYS"]
+            m.load()
         elif refusal == "no-keys":
             m.load({"program": {"require_signature": True}})
         else:
@@ -1351,8 +1355,20 @@ def sticky_c(w: Worker, a: dict):
     prog = {"unsigned": "main.kiln", "untrusted": "main-signed.kiln", "tampered-weights": "main-tampered-w.kiln",
             "tampered-library": "main-tampered-l.kiln", "env-policy": "main.kiln",
             "no-keys": "main-signed.kiln"}[a["refusal"]]
+    runtime = ctypes.c_void_p()  # NULL: the default runtime
+    if a["refusal"] == "env-policy":
+        # A runtime reads the environment when it is created.
+        os.environ["KILN_REQUIRE_SIGNATURE"] = "1"
+        os.environ["KILN_TRUSTED_KEYS"] = str(w.work / "alice.pub")
+        try:
+            rt._check(lib.kiln_runtime_create(ctypes.byref(runtime)))
+        finally:
+            os.environ.pop("KILN_REQUIRE_SIGNATURE", None)
+            os.environ.pop("KILN_TRUSTED_KEYS", None)
     handle = ctypes.c_void_p()
-    rt._check(lib.kiln_module_create(str(w.work / prog).encode(), None, 0, ctypes.byref(handle)))
+    rt._check(lib.kiln_module_create_with_runtime(runtime, str(w.work / prog).encode(), None, 0,
+                                                  ctypes.byref(handle)))
+    lib.kiln_runtime_free(runtime)  # the module keeps it alive
     opts = ctypes.c_void_p()
     rt._check(lib.kiln_options_create(ctypes.byref(opts)))
     try:
@@ -1362,14 +1378,7 @@ def sticky_c(w: Worker, a: dict):
             key = "mallory" if a["refusal"] == "untrusted" else "alice"
             rt._check(lib.kiln_options_set_string(opts, b"program", b"trusted_keys_file",
                                                   str(w.work / f"{key}.pub").encode()))
-        if a["refusal"] == "env-policy":
-            os.environ["KILN_REQUIRE_SIGNATURE"] = "1"
-            os.environ["KILN_TRUSTED_KEYS"] = str(w.work / "alice.pub")
-        try:
-            status = lib.kiln_module_load(handle, opts)
-        finally:
-            os.environ.pop("KILN_REQUIRE_SIGNATURE", None)
-            os.environ.pop("KILN_TRUSTED_KEYS", None)
+        status = lib.kiln_module_load(handle, opts)
         if status == 0:
             raise AssertionError("setup: the refused load succeeded")
         x = _canonical_inputs()["forward"][0]
@@ -1570,16 +1579,18 @@ def nonregular_py(w: Worker, a: dict):
         finally:
             m.close()
     elif consumer == "KILN_TRUSTED_KEYS":
+        # A runtime reads the environment when it is created.
         os.environ["KILN_REQUIRE_SIGNATURE"] = "1"
         os.environ["KILN_TRUSTED_KEYS"] = target
         try:
-            m = rt.Module(str(w.work / "main-signed.kiln"))
-            try:
-                m.load()
-            finally:
-                m.close()
+            runtime = rt.Runtime()
         finally:
             del os.environ["KILN_REQUIRE_SIGNATURE"], os.environ["KILN_TRUSTED_KEYS"]
+        m = rt.Module(str(w.work / "main-signed.kiln"), runtime=runtime)
+        try:
+            m.load()
+        finally:
+            m.close()
     elif consumer == "kiln.program.load":
         from kiln import program as kp
 
