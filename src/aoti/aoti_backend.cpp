@@ -134,7 +134,7 @@ Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(Runtime::State&
   auto found = runtime.device(config.device.type);
   if (!found.ok())
     return set_error(Error::NotSupported, "method '" + method.name + "' runs on " + device_string(config.device) +
-                                              ": " + last_error_message());
+                                              ", which this build or machine does not have: " + last_error_message());
   DeviceInterface* iface = *found;
   if (iface->device_count() <= config.device.index)
     return set_error(Error::NotSupported, "method '" + method.name + "' runs on " + device_string(config.device) +
