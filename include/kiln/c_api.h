@@ -246,7 +246,7 @@ KILN_API void kiln_tensor_array_free(kiln_tensor_t** tensors, size_t count) KILN
  *  Supports kDLCPU and kDLCUDA devices, lanes == 1, byte_offset, strides NULL
  *  (contiguous) or non-negative, and the dtypes: int8..64, uint8..64,
  *  float16/32/64, bfloat16 (kDLBfloat), bool (code 6, 8 bits), float8 e4m3fn
- *  (code 10) and e5m2 (code 12).
+ *  (code 10), e5m2 (code 12), complex64/complex128 (kDLComplex).
  *  Ownership: on success Kiln owns the DLManagedTensor and calls its deleter
  *  (if non-NULL) exactly once, when the storage is released. On failure the
  *  DLManagedTensor is untouched and still owned by the caller.

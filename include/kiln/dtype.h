@@ -21,6 +21,8 @@ enum class DType : int32_t {
   Float16 = 5,
   Float32 = 6,
   Float64 = 7,
+  Complex64 = 9,    // c10::ComplexFloat: two float32 (real, imaginary)
+  Complex128 = 10,  // c10::ComplexDouble: two float64
   Bool = 11,
   BFloat16 = 15,
   Float8_e5m2 = 23,

@@ -58,6 +58,8 @@ DTYPE_CODES: dict[str, int] = {
     "float16": 5,
     "float32": 6,
     "float64": 7,
+    "complex64": 9,
+    "complex128": 10,
     "bool": 11,
     "bfloat16": 15,
     "float8_e5m2": 23,

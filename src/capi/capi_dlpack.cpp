@@ -36,7 +36,8 @@ constexpr DTypeMapping kDTypeMappings[] = {
     {DType::Int32, kDLInt, 32},       {DType::Int64, kDLInt, 64},      {DType::Float16, kDLFloat, 16},
     {DType::Float32, kDLFloat, 32},   {DType::Float64, kDLFloat, 64},  {DType::BFloat16, kDLBfloat, 16},
     {DType::Bool, kDLBoolCode, 8},    {DType::Float8_e4m3fn, kDLFloat8E4M3FnCode, 8},
-    {DType::Float8_e5m2, kDLFloat8E5M2Code, 8},
+    {DType::Float8_e5m2, kDLFloat8E5M2Code, 8}, {DType::Complex64, kDLComplex, 64},
+    {DType::Complex128, kDLComplex, 128},
 };
 
 std::optional<DType> dtype_from_dlpack(DLDataType type) {

@@ -12,6 +12,8 @@ static_assert(static_cast<int>(DType::Int64) == 4);
 static_assert(static_cast<int>(DType::Float16) == 5);
 static_assert(static_cast<int>(DType::Float32) == 6);
 static_assert(static_cast<int>(DType::Float64) == 7);
+static_assert(static_cast<int>(DType::Complex64) == 9);
+static_assert(static_cast<int>(DType::Complex128) == 10);
 static_assert(static_cast<int>(DType::Bool) == 11);
 static_assert(static_cast<int>(DType::BFloat16) == 15);
 static_assert(static_cast<int>(DType::Float8_e5m2) == 23);
@@ -31,6 +33,7 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::Int16, "int16", 2},        {DType::Int32, "int32", 4},
     {DType::Int64, "int64", 8},        {DType::Float16, "float16", 2},
     {DType::Float32, "float32", 4},    {DType::Float64, "float64", 8},
+    {DType::Complex64, "complex64", 8}, {DType::Complex128, "complex128", 16},
     {DType::Bool, "bool", 1},          {DType::BFloat16, "bfloat16", 2},
     {DType::Float8_e5m2, "float8_e5m2", 1}, {DType::Float8_e4m3fn, "float8_e4m3fn", 1},
     {DType::UInt16, "uint16", 2},      {DType::UInt32, "uint32", 4},

@@ -39,6 +39,8 @@ KILN_SHIM_EXPORT int32_t aoti_torch_dtype_bfloat16() { return code(kiln::DType::
 KILN_SHIM_EXPORT int32_t aoti_torch_dtype_float16() { return code(kiln::DType::Float16); }
 KILN_SHIM_EXPORT int32_t aoti_torch_dtype_float32() { return code(kiln::DType::Float32); }
 KILN_SHIM_EXPORT int32_t aoti_torch_dtype_float64() { return code(kiln::DType::Float64); }
+KILN_SHIM_EXPORT int32_t aoti_torch_dtype_complex64() { return code(kiln::DType::Complex64); }
+KILN_SHIM_EXPORT int32_t aoti_torch_dtype_complex128() { return code(kiln::DType::Complex128); }
 KILN_SHIM_EXPORT int32_t aoti_torch_dtype_uint8() { return code(kiln::DType::UInt8); }
 KILN_SHIM_EXPORT int32_t aoti_torch_dtype_uint16() { return code(kiln::DType::UInt16); }
 KILN_SHIM_EXPORT int32_t aoti_torch_dtype_uint32() { return code(kiln::DType::UInt32); }

@@ -55,6 +55,8 @@ KILN_SHIM_EXPORT int32_t aoti_torch_dtype_bfloat16();
 KILN_SHIM_EXPORT int32_t aoti_torch_dtype_float16();
 KILN_SHIM_EXPORT int32_t aoti_torch_dtype_float32();
 KILN_SHIM_EXPORT int32_t aoti_torch_dtype_float64();
+KILN_SHIM_EXPORT int32_t aoti_torch_dtype_complex64();
+KILN_SHIM_EXPORT int32_t aoti_torch_dtype_complex128();
 KILN_SHIM_EXPORT int32_t aoti_torch_dtype_uint8();
 KILN_SHIM_EXPORT int32_t aoti_torch_dtype_uint16();
 KILN_SHIM_EXPORT int32_t aoti_torch_dtype_uint32();

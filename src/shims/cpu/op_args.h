@@ -1,7 +1,12 @@
-// Argument checks shared by the CPU fallback ops.
+// Argument checks and result plumbing shared by the CPU fallback ops: each
+// check names the argument it refuses, so a model's error says which input of
+// which op was wrong.
 #pragma once
 
+#include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "shims/common/shim_util.h"
 
@@ -16,11 +21,58 @@ inline Result<Tensor*> cpu_tensor_arg(AtenTensorHandle handle, const char* name)
   return t;
 }
 
+/// An optional tensor argument (Tensor? in the schema, passed as a pointer to
+/// a handle): nullptr when absent, else as cpu_tensor_arg.
+inline Result<Tensor*> optional_cpu_tensor_arg(const AtenTensorHandle* handle, const char* name) {
+  if (handle == nullptr || *handle == nullptr) return static_cast<Tensor*>(nullptr);
+  return cpu_tensor_arg(*handle, name);
+}
+
 /// Error unless `t` has dtype `dtype`.
 inline Error same_dtype(const Tensor& t, DType dtype, const char* name) {
   if (t.dtype() != dtype)
     return aoti::invalid(std::string("argument '") + name + "' has dtype " + dtype_name(t.dtype()) + ", expected " +
                          dtype_name(dtype));
+  return Error::Ok;
+}
+
+/// An optional ScalarType argument (int32_t* in the ABI): nullopt when absent.
+inline Result<std::optional<DType>> optional_dtype_arg(const int32_t* code, const char* name) {
+  if (code == nullptr) return std::optional<DType>{};
+  if (!is_known_dtype(*code))
+    return aoti::invalid(std::string("argument '") + name + "' has unknown dtype code " + std::to_string(*code));
+  return std::optional<DType>{static_cast<DType>(*code)};
+}
+
+/// `dim` wrapped into [0, rank) as ATen does (negative counts from the end; a
+/// 0-d tensor accepts 0 and -1), or an error naming it.
+inline Result<int64_t> wrap_dim(int64_t dim, int64_t rank, const char* name = "dim") {
+  const int64_t r = rank == 0 ? 1 : rank;
+  if (dim < -r || dim >= r)
+    return aoti::invalid(std::string("argument '") + name + "' is " + std::to_string(dim) +
+                         ", out of range for a tensor of rank " + std::to_string(rank));
+  return dim < 0 ? dim + r : dim;
+}
+
+/// A new contiguous CPU tensor, or an out-of-memory error.
+inline Result<Tensor> new_cpu_tensor(std::span<const int64_t> sizes, DType dtype) {
+  return Tensor::empty(sizes, dtype, Device{DeviceType::CPU, 0});
+}
+
+/// Hands `t` to the caller through return pointer `ret` (a new reference).
+inline Error return_tensor(Tensor t, AtenTensorHandle* ret, const char* name) {
+  KILN_RETURN_IF_ERROR(aoti::out_arg(ret, name));
+  AtenTensorHandle h = aoti::new_handle(std::move(t));
+  if (h == nullptr) return set_error(Error::OutOfMemory, "out of host memory for a tensor handle");
+  *ret = h;
+  return Error::Ok;
+}
+
+/// Error unless `out` has exactly `sizes` (an out= argument the model sized).
+inline Error expect_shape(const Tensor& out, std::span<const int64_t> sizes, const char* name) {
+  if (std::vector<int64_t>(sizes.begin(), sizes.end()) != out.sizes())
+    return aoti::invalid(std::string("argument '") + name + "' has shape " + aoti::shape_string(out.sizes()) +
+                         ", expected " + aoti::shape_string(sizes));
   return Error::Ok;
 }
 

@@ -1,0 +1,5 @@
+"""Imports every module of op cases, registering them in op_case.CASES."""
+
+import cases_attention  # noqa: F401
+import cases_convolution  # noqa: F401
+import cases_matmul  # noqa: F401

@@ -1,0 +1,63 @@
+"""Which of torch's generated fallback functions Kiln implements on each device.
+
+The universe is torch's own generated headers (c_shim_cpu.h, c_shim_cuda.h);
+Kiln's lists are src/shims/<device>/shims.txt; the ops left out on purpose,
+with the reason, are in src/shims/ops_left_out.txt.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+from shim_caller import declarations, header_path
+
+ROOT = Path(__file__).resolve().parents[2]
+DEVICES = ("cpu", "cuda")
+
+
+def header_functions(device: str) -> list[str]:
+    return sorted(f for f in declarations(device) if f.startswith(f"aoti_torch_{device}_"))
+
+
+def suffix(function: str, device: str) -> str:
+    return function[len(f"aoti_torch_{device}_"):]
+
+
+@functools.cache
+def runtime_functions() -> frozenset[str]:
+    """Names torch's c/shim.h declares (guards, allocator, tensor ABI): not fallback ops."""
+    text = (header_path("cpu").parents[1] / "c" / "shim.h").read_text()
+    return frozenset(re.findall(r"\b(aoti_torch_\w+)\s*\(", text))
+
+
+def kiln_functions(device: str) -> set[str]:
+    """The fallback ops src/shims/<device>/shims.txt lists (runtime functions excluded)."""
+    names = set()
+    for line in (ROOT / "src/shims" / device / "shims.txt").read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#") and line not in runtime_functions():
+            names.add(line)
+    return names
+
+
+def implemented(device: str) -> list[str]:
+    """Header functions Kiln defines on `device`."""
+    return sorted(set(header_functions(device)) & kiln_functions(device))
+
+
+def left_out() -> dict[str, str]:
+    """Shim suffix -> why Kiln does not implement it (every device)."""
+    out = {}
+    for line in (ROOT / "src/shims/ops_left_out.txt").read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        name, _, reason = line.partition(":")
+        out[name.strip()] = reason.strip()
+    return out
+
+
+def is_backward(name: str) -> bool:
+    return bool(re.search(r"backward", name))

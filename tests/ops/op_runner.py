@@ -1,0 +1,112 @@
+"""Runs one op case through Kiln's shim and through ATen, in one input layout, and compares."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from compare import assert_same
+from op_case import Case
+from shim_caller import KilnError, ShimLibrary, aten_op, call_shim, declarations
+
+LAYOUTS = ("contiguous", "strided", "offset", "strided_out")
+
+
+def _strided_copy(t: torch.Tensor) -> torch.Tensor:
+    """Same values, every dimension of size > 1 strided (not contiguous)."""
+    if t.dim() == 0:
+        return t.clone()
+    base = torch.empty(tuple(t.shape) + (2,), dtype=t.dtype, device=t.device)
+    view = base[..., 1]
+    view.copy_(t)
+    return view
+
+
+def _offset_copy(t: torch.Tensor) -> torch.Tensor:
+    """Same values and contiguous strides, starting 3 elements into its storage."""
+    flat = torch.empty(t.numel() + 3, dtype=t.dtype, device=t.device)
+    view = flat[3:].view(t.shape)
+    view.copy_(t)
+    return view
+
+
+def _same_layout_clone(t: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_strided(t.shape, t.stride(), dtype=t.dtype, device=t.device)
+    out.copy_(t)
+    return out
+
+
+def _poison(t: torch.Tensor) -> None:
+    if t.dtype.is_floating_point or t.dtype.is_complex:
+        t.fill_(float("nan"))
+    elif t.dtype == torch.bool:
+        t.fill_(True)
+    else:
+        t.fill_(torch.iinfo(t.dtype).max)
+
+
+def _map(value, fn):
+    if isinstance(value, torch.Tensor):
+        return fn(value)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_map(v, fn) for v in value)
+    return value
+
+
+def written_args(op) -> list[str]:
+    """Schema arguments the op writes (out= and in-place self)."""
+    return [a.name for a in op._schema.arguments if a.alias_info is not None and a.alias_info.is_write]
+
+
+def applicable(case: Case, layout: str, op) -> bool:
+    if layout == "contiguous":
+        return True
+    if not case.layouts or case.error:
+        return False
+    if layout == "strided_out":
+        return any(isinstance(case.kwargs.get(n), torch.Tensor) and case.kwargs[n].dim() > 0
+                   for n in written_args(op))
+    return any(isinstance(v, torch.Tensor) and v.numel() > 1 for v in case.kwargs.values()) or any(
+        isinstance(v, (list, tuple)) and any(isinstance(x, torch.Tensor) for x in v) for v in case.kwargs.values())
+
+
+def run_case(lib: ShimLibrary, function: str, device: str, case: Case, layout: str) -> None:
+    op = aten_op(function, device)
+    written = set(written_args(op))
+    kwargs = {}
+    for name, value in case.kwargs.items():
+        if name in written:
+            fn = _strided_copy if layout == "strided_out" else _same_layout_clone
+        elif layout == "strided":
+            fn = _strided_copy
+        elif layout == "offset":
+            fn = _offset_copy
+        else:
+            fn = _same_layout_clone
+        kwargs[name] = _map(value, fn)
+    ref_kwargs = {name: _map(value, _same_layout_clone) for name, value in kwargs.items()}
+    for name in written:
+        if name in kwargs and name != "self":
+            _map(kwargs[name], _poison)
+
+    if case.error is not None:
+        with pytest.raises(KilnError) as info:
+            call_shim(lib, function, device, kwargs)
+        assert case.error in str(info.value), f"error message {str(info.value)!r} lacks {case.error!r}"
+        return
+
+    expected = case.reference(**ref_kwargs) if case.reference else op(**ref_kwargs)
+    got = call_shim(lib, function, device, kwargs)
+    has_rets = any(p.name.startswith("ret") for p in declarations(device)[function])
+    if case.check is not None:
+        case.check(kwargs=kwargs, ref_kwargs=ref_kwargs, got=got, expected=expected)
+        return
+    if has_rets:
+        expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+        assert len(got) == len(expected), f"{len(got)} results, ATen {len(expected)}"
+        for i, (k, r) in enumerate(zip(got, expected)):
+            if isinstance(r, torch.Tensor):
+                assert_same(k, r, f"result {i}", case.rtol, case.atol, case.compare_strides)
+    for name in written:
+        if name in kwargs:
+            assert_same(kwargs[name], ref_kwargs[name], f"argument {name!r}", case.rtol, case.atol, strides=False)

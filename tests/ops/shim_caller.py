@@ -1,0 +1,306 @@
+"""Calls Kiln's ``aoti_torch_<device>_<op>`` fallback functions directly, with torch tensors.
+
+The C signature of each function is read from torch's own generated header
+(``torch/include/torch/csrc/inductor/aoti_torch/generated/c_shim_<device>.h``), the
+contract a model library compiled by AOTInductor is built against, and arguments
+are marshalled by their C types the way torchgen's C shim generator maps an ATen
+schema: ``Tensor`` -> handle, ``Tensor?`` -> pointer to a handle, lists -> pointer
+and ``<name>_len_``, optional scalars -> pointers, returns -> ``retN`` slots. The
+reference is the ATen overload the function is named after, called with the same
+arguments, so a case is written once as ATen keyword arguments.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+DTYPE_CODES = {
+    torch.uint8: 0, torch.int8: 1, torch.int16: 2, torch.int32: 3, torch.int64: 4, torch.float16: 5,
+    torch.float32: 6, torch.float64: 7, torch.complex64: 9, torch.complex128: 10, torch.bool: 11,
+    torch.bfloat16: 15, torch.uint16: 27, torch.uint32: 28, torch.uint64: 29,
+}
+CODE_DTYPES = {code: dt for dt, code in DTYPE_CODES.items()}
+LAYOUT_CODES = {torch.strided: 0}
+DEVICE_CODES = {"cpu": 0, "cuda": 1}
+MEMORY_FORMAT_CODES = {torch.contiguous_format: 0, torch.channels_last: 1, torch.channels_last_3d: 2,
+                       torch.preserve_format: 3}
+
+
+def header_path(device: str) -> Path:
+    return Path(torch.__file__).parent / "include/torch/csrc/inductor/aoti_torch/generated" / f"c_shim_{device}.h"
+
+
+@dataclass(frozen=True)
+class Param:
+    ctype: str
+    name: str
+
+
+@functools.cache
+def declarations(device: str) -> dict[str, list[Param]]:
+    """Function name -> its C parameters, from torch's generated header for `device`."""
+    text = header_path(device).read_text()
+    out: dict[str, list[Param]] = {}
+    for m in re.finditer(r"AOTITorchError\s+(aoti_torch_\w+)\(([^)]*)\);", text):
+        params = []
+        for raw in m.group(2).split(","):
+            raw = " ".join(raw.split())
+            if not raw:
+                continue
+            ctype, name = raw.rsplit(" ", 1)
+            params.append(Param(ctype.replace(" *", "*"), name))
+        out[m.group(1)] = params
+    return out
+
+
+@functools.cache
+def aten_overloads() -> dict[str, torch._ops.OpOverload]:
+    """The shim suffix torchgen derives from each ATen overload -> the overload."""
+    table = {}
+    for full in torch._C._dispatch_get_all_op_names():
+        if not full.startswith("aten::"):
+            continue
+        name, _, overload = full[len("aten::"):].partition(".")
+        key = f"{name}_{overload}" if overload else name
+        packet = getattr(torch.ops.aten, name, None)
+        if packet is None:
+            continue
+        try:
+            table[key] = getattr(packet, overload or "default")
+        except AttributeError:
+            continue
+    return table
+
+
+def aten_op(function: str, device: str) -> torch._ops.OpOverload:
+    suffix = function[len(f"aoti_torch_{device}_"):]
+    # A versioned shim (foo_v2) takes the newest schema of the same overload.
+    base = re.sub(r"_v\d+$", "", suffix)
+    return aten_overloads()[base]
+
+
+class KilnError(RuntimeError):
+    pass
+
+
+class _Renamed:
+    """libkiln exports each aoti_torch_* shim as kiln_torch_* (the same length: it rewrites a
+    model library's imports to these names, so Kiln's and libtorch's models can share a process)."""
+
+    def __init__(self, lib: ctypes.CDLL):
+        self._lib = lib
+
+    def __getattr__(self, name: str):
+        if name.startswith("aoti_torch_"):
+            name = "kiln_torch_" + name[len("aoti_torch_"):]
+        fn = getattr(self._lib, name)
+        setattr(self, name, fn)
+        return fn
+
+
+class ShimLibrary:
+    """libkiln.so's shim functions, with tensors crossing as borrowed handles."""
+
+    def __init__(self, path: str):
+        self.lib = _Renamed(ctypes.CDLL(path))
+        lib = self.lib
+        lib.kiln_last_error_message.restype = ctypes.c_char_p
+        lib.aoti_torch_create_tensor_from_blob.argtypes = [
+            ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64),
+            ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.POINTER(ctypes.c_void_p)]
+        for fn in ("aoti_torch_get_data_ptr",):
+            getattr(lib, fn).argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+        for fn in ("aoti_torch_get_sizes", "aoti_torch_get_strides"):
+            getattr(lib, fn).argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.POINTER(ctypes.c_int64))]
+        for fn in ("aoti_torch_get_dim", "aoti_torch_get_storage_offset"):
+            getattr(lib, fn).argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int64)]
+        for fn in ("aoti_torch_get_dtype", "aoti_torch_get_device_type"):
+            getattr(lib, fn).argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int32)]
+        lib.aoti_torch_delete_tensor_object.argtypes = [ctypes.c_void_p]
+
+    def check(self, rc: int, what: str) -> None:
+        if rc != 0:
+            raise KilnError(f"{what}: {(self.lib.kiln_last_error_message() or b'').decode()}")
+
+    def handle(self, t: torch.Tensor) -> ctypes.c_void_p:
+        """A Kiln handle borrowing `t`'s memory (storage start + offset, as ATen's from_blob)."""
+        sizes = (ctypes.c_int64 * max(t.dim(), 1))(*t.shape)
+        strides = (ctypes.c_int64 * max(t.dim(), 1))(*t.stride())
+        base = t.untyped_storage().data_ptr()
+        device = DEVICE_CODES[t.device.type]
+        out = ctypes.c_void_p()
+        self.check(self.lib.aoti_torch_create_tensor_from_blob(
+            base, t.dim(), sizes, strides, t.storage_offset(), DTYPE_CODES[t.dtype], device,
+            t.device.index or 0, ctypes.byref(out)), "create_tensor_from_blob")
+        return out
+
+    def to_torch(self, h: ctypes.c_void_p, device: str) -> torch.Tensor:
+        """A copy of Kiln tensor `h` as a torch tensor with the same sizes and strides."""
+        lib = self.lib
+        dim, dtype = ctypes.c_int64(), ctypes.c_int32()
+        sizes_p, strides_p = ctypes.POINTER(ctypes.c_int64)(), ctypes.POINTER(ctypes.c_int64)()
+        data = ctypes.c_void_p()
+        self.check(lib.aoti_torch_get_dim(h, ctypes.byref(dim)), "get_dim")
+        self.check(lib.aoti_torch_get_dtype(h, ctypes.byref(dtype)), "get_dtype")
+        self.check(lib.aoti_torch_get_sizes(h, ctypes.byref(sizes_p)), "get_sizes")
+        self.check(lib.aoti_torch_get_strides(h, ctypes.byref(strides_p)), "get_strides")
+        self.check(lib.aoti_torch_get_data_ptr(h, ctypes.byref(data)), "get_data_ptr")
+        sizes = [sizes_p[i] for i in range(dim.value)]
+        strides = [strides_p[i] for i in range(dim.value)]
+        dt = CODE_DTYPES[dtype.value]
+        numel = 1
+        for s in sizes:
+            numel *= s
+        if numel == 0:
+            return torch.empty_strided(sizes, strides, dtype=dt, device=device)
+        extent = 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
+        nbytes = extent * torch.empty((), dtype=dt).element_size()
+        if device == "cpu":
+            raw = bytearray(ctypes.string_at(data.value, nbytes))
+            flat = torch.frombuffer(raw, dtype=torch.uint8).clone().view(dt)
+            return torch.as_strided(flat, sizes, strides)
+        return _device_copy(data.value, nbytes, dt, sizes, strides, device)
+
+    def delete(self, h: ctypes.c_void_p) -> None:
+        self.check(self.lib.aoti_torch_delete_tensor_object(h), "delete_tensor_object")
+
+
+def _device_copy(ptr: int, nbytes: int, dt, sizes, strides, device: str) -> torch.Tensor:
+    flat = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    torch.cuda.synchronize()
+    ctypes.CDLL("libcudart.so").cudaMemcpy(ctypes.c_void_p(flat.data_ptr()), ctypes.c_void_p(ptr),
+                                           ctypes.c_size_t(nbytes), 3)
+    return torch.as_strided(flat.view(dt), sizes, strides)
+
+
+def _scalar_value(value, ctype: str):
+    base = ctype.rstrip("*")
+    if isinstance(value, torch.dtype):
+        value = DTYPE_CODES[value]
+    elif isinstance(value, torch.layout):
+        value = LAYOUT_CODES[value]
+    elif isinstance(value, torch.memory_format):
+        value = MEMORY_FORMAT_CODES[value]
+    return {"int64_t": ctypes.c_int64, "int32_t": ctypes.c_int32, "double": ctypes.c_double}[base](value)
+
+
+def call_shim(lib: ShimLibrary, function: str, device: str, kwargs: dict) -> list[torch.Tensor | None]:
+    """Calls `function` with ATen-named `kwargs`; returns its ret* tensors as torch copies.
+
+    Tensors passed in are borrowed: an out= or in-place argument is written in place.
+    """
+    params = declarations(device)[function]
+    args: list = []
+    keep: list = []  # keeps ctypes objects alive through the call
+    handles: list = []
+    rets: list[ctypes.c_void_p] = []
+
+    def tensor_handle(t):
+        h = lib.handle(t)
+        handles.append(h)
+        return h
+
+    i = 0
+    while i < len(params):
+        p = params[i]
+        nxt = params[i + 1] if i + 1 < len(params) else None
+        has_len = nxt is not None and nxt.name == f"{p.name}_len_"
+        if re.fullmatch(r"ret\d+", p.name):
+            slot = ctypes.c_void_p()
+            rets.append(slot)
+            args.append(ctypes.byref(slot))
+            i += 1
+            continue
+        value = kwargs[p.name]
+        if p.ctype == "AtenTensorHandle":
+            args.append(tensor_handle(value))
+        elif p.ctype == "AtenTensorHandle*":
+            if value is None:
+                args.append(None)
+            else:
+                slot = tensor_handle(value)
+                keep.append(slot)
+                args.append(ctypes.byref(slot))
+        elif p.ctype == "const AtenTensorHandle*" and has_len:
+            arr = (ctypes.c_void_p * max(len(value), 1))(*[tensor_handle(t).value for t in value])
+            keep.append(arr)
+            args += [arr, ctypes.c_int64(len(value))]
+            i += 1
+        elif p.ctype == "const AtenTensorHandle**" and has_len:
+            slots = [None if t is None else tensor_handle(t) for t in value]
+            keep.append(slots)
+            arr = (ctypes.POINTER(ctypes.c_void_p) * max(len(value), 1))(
+                *[ctypes.POINTER(ctypes.c_void_p)() if s is None else ctypes.pointer(s) for s in slots])
+            keep.append(arr)
+            args += [arr, ctypes.c_int64(len(value))]
+            i += 1
+        elif p.ctype in ("const int64_t*", "const double*") and has_len:
+            ct = ctypes.c_int64 if "int64" in p.ctype else ctypes.c_double
+            arr = (ct * max(len(value), 1))(*value)
+            keep.append(arr)
+            args += [arr, ctypes.c_int64(len(value))]
+            i += 1
+        elif p.ctype in ("const int64_t**", "const double**") and has_len:
+            if value is None:
+                args += [None, ctypes.c_int64(0)]
+            else:
+                ct = ctypes.c_int64 if "int64" in p.ctype else ctypes.c_double
+                arr = (ct * max(len(value), 1))(*value)
+                ptr = ctypes.pointer(arr)
+                keep += [arr, ptr]
+                args += [ctypes.cast(ptr, ctypes.c_void_p), ctypes.c_int64(len(value))]
+            i += 1
+        elif p.ctype == "int32_t*" and nxt is not None and nxt.name == f"{p.name}_index_":
+            if value is None:
+                args += [None, ctypes.c_int32(0)]
+            else:
+                dev = torch.device(value)
+                code = ctypes.c_int32(DEVICE_CODES[dev.type])
+                keep.append(code)
+                args += [ctypes.byref(code), ctypes.c_int32(dev.index or 0)]
+            i += 1
+        elif p.ctype == "AtenGeneratorHandle*":
+            args.append(None)
+        elif p.ctype == "const char*":
+            args.append(ctypes.c_char_p(value.encode()))
+        elif p.ctype == "const char**":
+            if value is None:
+                args.append(None)
+            else:
+                s = ctypes.c_char_p(value.encode())
+                keep.append(s)
+                args.append(ctypes.byref(s))
+        elif p.ctype in ("int64_t", "int32_t", "double"):
+            args.append(_scalar_value(value, p.ctype))
+        elif p.ctype in ("int64_t*", "int32_t*", "double*"):
+            if value is None:
+                args.append(None)
+            else:
+                v = _scalar_value(value, p.ctype)
+                keep.append(v)
+                args.append(ctypes.byref(v))
+        else:
+            raise NotImplementedError(f"{function}: C parameter type {p.ctype} {p.name}")
+        i += 1
+
+    fn = getattr(lib.lib, function)
+    fn.restype = ctypes.c_int32
+    try:
+        rc = fn(*args)
+        lib.check(rc, function)
+        out = []
+        for r in rets:
+            out.append(None if not r.value else lib.to_torch(r, device))
+        return out
+    finally:
+        for r in rets:
+            if r.value:
+                lib.delete(r)
+        for h in handles:
+            lib.delete(h)

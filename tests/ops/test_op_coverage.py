@@ -1,0 +1,36 @@
+"""docs/ops.md says what Kiln implements, and says it truthfully."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+from op_inventory import DEVICES, header_functions, kiln_functions, left_out, suffix
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_ops_doc_is_generated_from_the_lists():
+    result = subprocess.run([sys.executable, str(ROOT / "scripts/op_coverage.py"), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_ops_left_out_are_not_also_implemented():
+    reasons = left_out()
+    for device in DEVICES:
+        both = {suffix(f, device) for f in kiln_functions(device) if f.startswith(f"aoti_torch_{device}_")} & set(reasons)
+        assert not both, f"{device}: listed as left out but implemented: {sorted(both)}"
+
+
+def test_every_left_out_op_has_a_reason():
+    for name, reason in left_out().items():
+        assert len(reason) > 20, f"{name}: give the reason it is left out"
+
+
+def test_kiln_functions_named_after_header_ops_match_the_header():
+    """A name that looks like a generated fallback but is not in the header would never be called."""
+    for device in DEVICES:
+        declared = set(header_functions(device))
+        own = {f"aoti_torch_{device}_rms_norm_linear"}
+        extra = {f for f in kiln_functions(device) if f.startswith(f"aoti_torch_{device}_")} - declared - own
+        assert not extra, f"{device}: {sorted(extra)} are not declared by torch's c_shim_{device}.h"
