@@ -1,7 +1,8 @@
 // The CPU fallback ops: aoti_torch_cpu_<op> functions a model library calls
-// for ATen ops AOTInductor does not generate code for. One file per op in this
-// directory (mm.cpp, convolution.cpp, sdpa.cpp, rms_norm_linear.cpp), every
-// name listed in shims.txt beside them. Conventions: shim_abi.h.
+// for ATen ops AOTInductor does not generate code for. One file per op (or
+// family of overloads) in this directory, named after it; every name is listed
+// in shims.txt beside them and has cases in tests/ops. Signatures are torch's
+// generated c_shim_cpu.h's; semantics are the ATen op's. Conventions: shim_abi.h.
 #pragma once
 
 #include "shims/common/shim_abi.h"
@@ -36,5 +37,11 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_convolution(
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
     AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, double dropout_p, int32_t is_causal,
     AtenTensorHandle* attn_mask, double* scale, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+
+/// Running sum / product along dim; dtype (nullable) is the result dtype.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype,
+                                                      AtenTensorHandle* ret0);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_cumprod(AtenTensorHandle self, int64_t dim, int32_t* dtype,
+                                                       AtenTensorHandle* ret0);
 
 }  // extern "C"
