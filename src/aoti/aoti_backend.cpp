@@ -35,6 +35,7 @@ constexpr OptionSpec kOptions[] = {
     {"weights", OptionType::String, 0, 0, kWeightsChoices},
     {"verify_weights", OptionType::Bool, 0, 0, nullptr},
     {"num_threads", OptionType::Int, 1, 4096, nullptr},
+    {"seed", OptionType::Int, 0, INT64_MAX, nullptr},
 };
 
 const char* type_name(OptionType type) {
@@ -131,6 +132,7 @@ Result<std::unique_ptr<MethodExecutor>> AotiBackend::load_method(Runtime::State&
   config.verify_weights = options.get_bool("verify_weights").value_or(true);
   config.cuda_graph_cache_size = static_cast<size_t>(options.get_int("cuda_graph_cache_size").value_or(8));
   config.num_threads = static_cast<int>(options.get_int("num_threads").value_or(0));
+  if (auto seed = options.get_int("seed")) config.seed = static_cast<uint64_t>(*seed);
   auto found = runtime.device(config.device.type);
   if (!found.ok())
     return set_error(Error::NotSupported, "method '" + method.name + "' runs on " + device_string(config.device) +

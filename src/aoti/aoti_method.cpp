@@ -162,6 +162,7 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
   KILN_ASSIGN_OR_RETURN(self->entry_, EntryPoints::resolve(*self->library_));
   self->openmp_ = cpu::OpenmpThreads::resolve_with([&](const char* name) { return self->library_->symbol(name); });
   self->num_threads_ = config.num_threads > 0 ? config.num_threads : cpu::available_cpus();
+  self->random_ = std::make_unique<RandomSource>(config.seed ? *config.seed : entropy_seed());
 
   KILN_ASSIGN_OR_RETURN(self->kernels_, KernelDirectory::create(*program, method));
 
@@ -418,6 +419,7 @@ Result<std::vector<Tensor>> AotiMethod::run_model(std::vector<Tensor> staged, St
   AOTIRuntimeError status = 0;
   {
     MemoryBudgetScope budget_scope(budget_.get());
+    const RandomScope random_scope(random_.get());
     const cpu::OpenmpThreads::Scope threads(openmp_, num_threads_);
     status = entry(container_, input_handles.data(), input_handles.size(), output_handles.data(),
                    output_handles.size(), stream, nullptr);

@@ -23,6 +23,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@
 #include "aoti/device_weights.h"
 #include "aoti/entry_points.h"
 #include "shims/common/memory_budget.h"
+#include "shims/common/random_source.h"
 #include "aoti/graph_replay.h"
 #include "aoti/kernel_directory.h"
 #include "devices/cpu/openmp_threads.h"
@@ -93,6 +95,9 @@ struct AotiMethodConfig {
   /// OpenMP threads the library's CPU kernels (and OpenMP BLAS) run with on the
   /// calling thread; 0: the CPUs available to the process.
   int num_threads = 0;
+  /// Key of the method's random ops (random_source.h); unset: a seed from the
+  /// operating system's entropy, different in every load.
+  std::optional<uint64_t> seed;
   /// The run stream for PerMethod / Shared device methods (null otherwise).
   std::shared_ptr<OwnedStream> stream;
 };
@@ -184,6 +189,8 @@ class AotiMethod final : public MethodExecutor {
   std::mutex graph_mutex_;  // serialises execute() when graphs_ is set
   cpu::OpenmpThreads openmp_;
   int num_threads_ = 1;
+  // What the library's random fallbacks (and Inductor's seeds) draw from.
+  std::unique_ptr<RandomSource> random_;
 };
 
 }  // namespace kiln::aoti

@@ -217,6 +217,11 @@ def call_shim(lib: ShimLibrary, function: str, device: str, kwargs: dict) -> lis
             args.append(ctypes.byref(slot))
             i += 1
             continue
+        if p.ctype == "AtenGeneratorHandle*":
+            # Kiln has no generator objects (random ops draw from the method's seed).
+            args.append(None)
+            i += 1
+            continue
         value = kwargs[p.name]
         if p.ctype == "AtenTensorHandle":
             args.append(tensor_handle(value))
@@ -265,8 +270,6 @@ def call_shim(lib: ShimLibrary, function: str, device: str, kwargs: dict) -> lis
                 keep.append(code)
                 args += [ctypes.byref(code), ctypes.c_int32(dev.index or 0)]
             i += 1
-        elif p.ctype == "AtenGeneratorHandle*":
-            args.append(None)
         elif p.ctype == "const char*":
             args.append(ctypes.c_char_p(value.encode()))
         elif p.ctype == "const char**":

@@ -35,6 +35,10 @@ struct AtenTensorOpaque;
 typedef struct AtenTensorOpaque* AtenTensorHandle;
 struct AOTIProxyExecutorOpaque;
 typedef struct AOTIProxyExecutorOpaque* AOTIProxyExecutorHandle;
+struct AtenGeneratorOpaque;
+/// Opaque generator handle of the *_generator fallbacks; Kiln has no generator
+/// objects (random ops draw from the method's seed), so only null is accepted.
+typedef struct AtenGeneratorOpaque* AtenGeneratorHandle;
 
 /// 0 = success, 1 = failure (AOTI_TORCH_SUCCESS / AOTI_TORCH_FAILURE).
 typedef int32_t AOTITorchError;

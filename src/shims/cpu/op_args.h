@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "shims/common/layout_util.h"
 #include "shims/common/shim_util.h"
 
 namespace kiln::cpu {
@@ -66,6 +67,32 @@ inline Error return_tensor(Tensor t, AtenTensorHandle* ret, const char* name) {
   if (h == nullptr) return set_error(Error::OutOfMemory, "out of host memory for a tensor handle");
   *ret = h;
   return Error::Ok;
+}
+
+/// A new CPU tensor shaped like `like` with ATen's empty_like strides (the
+/// same strides when `like` is dense, else dense in its memory order).
+inline Result<Tensor> new_cpu_tensor_like(const Tensor& like, DType dtype) {
+  const std::vector<int64_t> strides = aoti::strides_like(like.sizes(), like.strides());
+  return Tensor::empty_strided(like.sizes(), strides, dtype, Device{DeviceType::CPU, 0});
+}
+
+/// `t` viewed with `sizes` by ATen's broadcasting (trailing dimensions
+/// aligned, size-1 dimensions repeated with stride 0), or an error naming it.
+inline Result<Tensor> broadcast_view(const Tensor& t, std::span<const int64_t> sizes, const char* name) {
+  if (t.dim() > static_cast<int64_t>(sizes.size()))
+    return aoti::invalid(std::string("argument '") + name + "' " + aoti::shape_string(t.sizes()) +
+                         " does not broadcast to " + aoti::shape_string(sizes));
+  std::vector<int64_t> strides(sizes.size(), 0);
+  const size_t lead = sizes.size() - t.sizes().size();
+  for (size_t i = 0; i < t.sizes().size(); ++i) {
+    if (t.sizes()[i] == sizes[lead + i]) {
+      strides[lead + i] = t.strides()[i];
+    } else if (t.sizes()[i] != 1) {
+      return aoti::invalid(std::string("argument '") + name + "' " + aoti::shape_string(t.sizes()) +
+                           " does not broadcast to " + aoti::shape_string(sizes));
+    }
+  }
+  return Tensor(t.storage(), t.dtype(), {sizes.begin(), sizes.end()}, strides, t.storage_offset());
 }
 
 /// Error unless `out` has exactly `sizes` (an out= argument the model sized).

@@ -1,0 +1,56 @@
+// Where a fallback random op (rand, randn, randint, bernoulli, dropout, the
+// seeds Inductor's own random kernels start from) gets its numbers: a
+// RandomSource, a Philox key plus a counter of the blocks handed out so far.
+// Each loaded method owns one, keyed by the `aoti.seed` load option, so a
+// method's random outputs are reproducible per seed (the n-th call of a method
+// loaded with seed s gives the same numbers in every process) and calls never
+// reuse numbers. The method publishes its source on the calling thread for
+// the duration of a call (RandomScope); outside a call (a shim called
+// directly) the process's own source is used, seeded at random.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+namespace kiln::aoti {
+
+class RandomSource {
+ public:
+  explicit RandomSource(uint64_t seed) noexcept : seed_(seed) {}
+  RandomSource(const RandomSource&) = delete;
+  RandomSource& operator=(const RandomSource&) = delete;
+
+  uint64_t seed() const noexcept { return seed_; }
+
+  /// Reserves `blocks` Philox blocks; returns the counter of the first. Thread-safe:
+  /// concurrent calls get disjoint ranges.
+  uint64_t take(uint64_t blocks) noexcept { return next_.fetch_add(blocks, std::memory_order_relaxed); }
+
+  /// Blocks handed out so far (a new source starts at 0).
+  uint64_t offset() const noexcept { return next_.load(std::memory_order_relaxed); }
+
+ private:
+  const uint64_t seed_;
+  std::atomic<uint64_t> next_{0};
+};
+
+/// The source random ops on this thread draw from now: the innermost
+/// RandomScope's, else the process's.
+RandomSource& current_random_source() noexcept;
+
+/// A seed from the operating system's entropy, for sources nobody seeded.
+uint64_t entropy_seed() noexcept;
+
+/// Publishes `source` to random ops on this thread until destroyed; nests.
+class RandomScope {
+ public:
+  explicit RandomScope(RandomSource* source) noexcept;
+  ~RandomScope();
+  RandomScope(const RandomScope&) = delete;
+  RandomScope& operator=(const RandomScope&) = delete;
+
+ private:
+  RandomSource* previous_;
+};
+
+}  // namespace kiln::aoti
