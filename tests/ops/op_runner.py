@@ -70,11 +70,17 @@ def applicable(case: Case, layout: str, op) -> bool:
         isinstance(v, (list, tuple)) and any(isinstance(x, torch.Tensor) for x in v) for v in case.kwargs.values())
 
 
+def _cpu(value):
+    return _map(value, lambda t: t.cpu())
+
+
 def run_case(lib: ShimLibrary, function: str, device: str, case: Case, layout: str) -> None:
     op = aten_op(function, device)
     written = set(written_args(op))
     kwargs = {}
-    for name, value in case.kwargs.items():
+    # Cases are written once for every device: their tensors move to the device under test.
+    case_kwargs = {name: _map(value, lambda t: t.to(device)) for name, value in case.kwargs.items()}
+    for name, value in case_kwargs.items():
         if name in written:
             fn = _strided_copy if layout == "strided_out" else _same_layout_clone
         elif layout == "strided":
@@ -102,7 +108,7 @@ def run_case(lib: ShimLibrary, function: str, device: str, case: Case, layout: s
     got = call_shim(lib, function, device, kwargs)
     has_rets = any(p.name.startswith("ret") for p in declarations(device)[function])
     if case.check is not None:
-        case.check(kwargs=kwargs, ref_kwargs=ref_kwargs, got=got, expected=expected)
+        case.check(kwargs=_cpu(kwargs), ref_kwargs=_cpu(ref_kwargs), got=_cpu(got), expected=_cpu(expected))
         return
     if has_rets:
         expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]

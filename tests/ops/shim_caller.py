@@ -107,8 +107,11 @@ class _Renamed:
 class ShimLibrary:
     """libkiln.so's shim functions, with tensors crossing as borrowed handles."""
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, ops_path: str | None = None):
+        """`path`: libkiln.so (tensor handles, CPU ops); `ops_path`: the library defining the ops
+        under test when not libkiln (libkiln_cuda.so, which libkiln must have loaded already)."""
         self.lib = _Renamed(ctypes.CDLL(path))
+        self.ops = _Renamed(ctypes.CDLL(ops_path)) if ops_path else self.lib
         lib = self.lib
         lib.kiln_last_error_message.restype = ctypes.c_char_p
         lib.aoti_torch_create_tensor_from_blob.argtypes = [
@@ -172,11 +175,27 @@ class ShimLibrary:
 
 
 def _device_copy(ptr: int, nbytes: int, dt, sizes, strides, device: str) -> torch.Tensor:
+    """A copy of device memory Kiln owns, after every stream's work on it (Kiln's ops run on
+    its own current stream, not torch's)."""
+    cudart = _cudart()
+    assert cudart.cudaDeviceSynchronize() == 0
     flat = torch.empty(nbytes, dtype=torch.uint8, device=device)
-    torch.cuda.synchronize()
-    ctypes.CDLL("libcudart.so").cudaMemcpy(ctypes.c_void_p(flat.data_ptr()), ctypes.c_void_p(ptr),
-                                           ctypes.c_size_t(nbytes), 3)
+    rc = cudart.cudaMemcpy(ctypes.c_void_p(flat.data_ptr()), ctypes.c_void_p(ptr), ctypes.c_size_t(nbytes), 3)
+    assert rc == 0, f"cudaMemcpy failed ({rc})"
     return torch.as_strided(flat.view(dt), sizes, strides)
+
+
+@functools.cache
+def _cudart() -> ctypes.CDLL:
+    import glob
+    import os
+    for pattern in ("libcudart.so.13", "libcudart.so"):
+        try:
+            return ctypes.CDLL(pattern)
+        except OSError:
+            pass
+    candidates = glob.glob(os.path.join(os.path.dirname(torch.__file__), "..", "nvidia", "*", "lib", "libcudart.so*"))
+    return ctypes.CDLL(candidates[0])
 
 
 def _scalar_value(value, ctype: str):
@@ -212,7 +231,9 @@ def call_shim(lib: ShimLibrary, function: str, device: str, kwargs: dict) -> lis
         nxt = params[i + 1] if i + 1 < len(params) else None
         has_len = nxt is not None and nxt.name == f"{p.name}_len_"
         if re.fullmatch(r"ret\d+", p.name):
-            slot = ctypes.c_void_p()
+            # Tensor returns come back as handles; SymInt/float returns as values.
+            slot = {"AtenTensorHandle*": ctypes.c_void_p, "int64_t*": ctypes.c_int64,
+                    "double*": ctypes.c_double, "int32_t*": ctypes.c_int32}[p.ctype]()
             rets.append(slot)
             args.append(ctypes.byref(slot))
             i += 1
@@ -292,18 +313,23 @@ def call_shim(lib: ShimLibrary, function: str, device: str, kwargs: dict) -> lis
             raise NotImplementedError(f"{function}: C parameter type {p.ctype} {p.name}")
         i += 1
 
-    fn = getattr(lib.lib, function)
+    fn = getattr(lib.ops, function)
     fn.restype = ctypes.c_int32
     try:
         rc = fn(*args)
         lib.check(rc, function)
+        if device == "cuda":
+            assert _cudart().cudaDeviceSynchronize() == 0
         out = []
         for r in rets:
-            out.append(None if not r.value else lib.to_torch(r, device))
+            if isinstance(r, ctypes.c_void_p):
+                out.append(None if not r.value else lib.to_torch(r, device))
+            else:
+                out.append(r.value)
         return out
     finally:
         for r in rets:
-            if r.value:
+            if isinstance(r, ctypes.c_void_p) and r.value:
                 lib.delete(r)
         for h in handles:
             lib.delete(h)

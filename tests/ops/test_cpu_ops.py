@@ -2,24 +2,22 @@
 
 The ops under test are the functions of torch's generated c_shim_cpu.h that
 src/shims/cpu/shims.txt lists, so an op cannot be added without cases here:
-test_every_op_has_cases fails first.
+test_every_op_has_cases fails first. tests/gpu/test_cuda_ops.py runs the same
+cases against the CUDA ops (op_suite.py holds what both share).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import all_cases  # noqa: F401,E402  (registers every op's cases)
-from op_case import CASES, Gen  # noqa: E402
-from op_inventory import implemented, suffix  # noqa: E402
-from op_runner import LAYOUTS, applicable, run_case  # noqa: E402
-from shim_caller import ShimLibrary, aten_op  # noqa: E402
+from op_case import CASES, Gen
+from op_inventory import implemented, suffix
+from op_runner import run_case
+from op_suite import cases_of, params, seed_of
+from shim_caller import ShimLibrary
 
 DEVICE = "cpu"
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,27 +40,10 @@ def test_some_ops_are_implemented():
 def test_every_op_has_cases(function):
     name = suffix(function, DEVICE)
     assert name in CASES, f"{function} is implemented but tests/ops has no cases for {name}"
-    assert list(CASES[name](Gen(0, DEVICE))), f"no cases generated for {name}"
+    assert list(CASES[name](Gen(seed_of(name), DEVICE))), f"no cases generated for {name}"
 
 
-def _params():
-    for function in FUNCTIONS:
-        name = suffix(function, DEVICE)
-        if name not in CASES:
-            continue
-        op = aten_op(function, DEVICE)
-        for index, case in enumerate(CASES[name](Gen(index_seed(name), DEVICE))):
-            for layout in LAYOUTS:
-                if applicable(case, layout, op):
-                    yield pytest.param(function, index, layout, id=f"{name}-{case.id or index}-{layout}")
-
-
-def index_seed(name: str) -> int:
-    return sum(map(ord, name))
-
-
-@pytest.mark.parametrize("function,index,layout", list(_params()))
+@pytest.mark.parametrize("function,index,layout", list(params(DEVICE)))
 def test_op_matches_aten(lib, function, index, layout):
-    name = suffix(function, DEVICE)
-    case = list(CASES[name](Gen(index_seed(name), DEVICE)))[index]
+    case = cases_of(suffix(function, DEVICE), DEVICE)[index]
     run_case(lib, function, DEVICE, case, layout)

@@ -1,21 +1,24 @@
 // Stride rules shared by shims that allocate "like" another tensor (clone,
 // attention outputs), mirroring ATen's memory-format-preserving allocation so
 // that strides the compiled model baked in at export match at run time.
+// Exported for the CUDA plugin's ops, which follow the same rules.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "kiln/export.h"
+
 namespace kiln::aoti {
 
 /// True if the elements tile a contiguous block exactly once under some
 /// permutation of dimensions (size-1 dimensions ignored).
-bool non_overlapping_and_dense(std::span<const int64_t> sizes, std::span<const int64_t> strides);
+KILN_API bool non_overlapping_and_dense(std::span<const int64_t> sizes, std::span<const int64_t> strides);
 
 /// Strides for a fresh tensor "like" one with these sizes/strides (ATen's
 /// empty_like with preserve_format): the same strides if that tensor is
 /// non-overlapping and dense, else dense strides in its memory order.
-std::vector<int64_t> strides_like(std::span<const int64_t> sizes, std::span<const int64_t> strides);
+KILN_API std::vector<int64_t> strides_like(std::span<const int64_t> sizes, std::span<const int64_t> strides);
 
 }  // namespace kiln::aoti

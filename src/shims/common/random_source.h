@@ -6,15 +6,18 @@
 // loaded with seed s gives the same numbers in every process) and calls never
 // reuse numbers. The method publishes its source on the calling thread for
 // the duration of a call (RandomScope); outside a call (a shim called
-// directly) the process's own source is used, seeded at random.
+// directly) the process's own source is used, seeded at random. Exported for
+// the CUDA plugin's random ops.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
+#include "kiln/export.h"
+
 namespace kiln::aoti {
 
-class RandomSource {
+class KILN_API RandomSource {
  public:
   explicit RandomSource(uint64_t seed) noexcept : seed_(seed) {}
   RandomSource(const RandomSource&) = delete;
@@ -36,13 +39,13 @@ class RandomSource {
 
 /// The source random ops on this thread draw from now: the innermost
 /// RandomScope's, else the process's.
-RandomSource& current_random_source() noexcept;
+KILN_API RandomSource& current_random_source() noexcept;
 
 /// A seed from the operating system's entropy, for sources nobody seeded.
-uint64_t entropy_seed() noexcept;
+KILN_API uint64_t entropy_seed() noexcept;
 
 /// Publishes `source` to random ops on this thread until destroyed; nests.
-class RandomScope {
+class KILN_API RandomScope {
  public:
   explicit RandomScope(RandomSource* source) noexcept;
   ~RandomScope();

@@ -1,0 +1,52 @@
+// aoti_torch_cuda_cumsum, aoti_torch_cuda_cumprod: the running sum or product
+// along `dim`, with the CPU op's dtype rules (result dtype `dtype`, else the
+// input's with integers and bool widened to int64); one block per line
+// (kernels/scan_kernel.cu), accumulating in int64 or double.
+#include <string>
+
+#include "devices/cuda/kernels/scan_kernel.h"
+#include "shims/cuda/cuda_shims.h"
+#include "shims/cuda/op_util.h"
+
+using namespace kiln;
+using namespace kiln::cudadev;
+
+namespace {
+
+AOTITorchError cumulative(const char* fn, AtenTensorHandle self_h, int64_t dim, const int32_t* dtype_code,
+                          AtenTensorHandle* ret0, ScanOp op) {
+  return aoti::guarded(fn, [&]() -> Error {
+    KILN_ASSIGN_OR_RETURN(TensorRef self, read_tensor(self_h, "self"));
+    KILN_ASSIGN_OR_RETURN(int64_t d, wrap_dim(dim, self.dim()));
+    KILN_ASSIGN_OR_RETURN(std::optional<DType> requested, optional_dtype_arg(dtype_code, "dtype"));
+    const DType out_dtype = requested ? *requested : (is_integral_dtype(self.dtype) ? DType::Int64 : self.dtype);
+    KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_contiguous(self.sizes, out_dtype, self.device_index));
+    KILN_ASSIGN_OR_RETURN(TensorRef o, read_tensor(out.get(), "ret0"));
+    int64_t outer = 1, size = 1, inner = 1;
+    for (int64_t i = 0; i < self.dim(); ++i) {
+      if (i < d) outer *= self.sizes[static_cast<size_t>(i)];
+      else if (i == d) size = self.sizes[static_cast<size_t>(i)];
+      else inner *= self.sizes[static_cast<size_t>(i)];
+    }
+    KILN_ASSIGN_OR_RETURN(StridedIndexer in_index, indexer(self));
+    KILN_RETURN_IF_ERROR(launch_scan(self.data, self.dtype, in_index, o.data, out_dtype, outer, size, inner, op,
+                                     current_stream(self.device_index)));
+    return return_handle(out, ret0, "ret0");
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype,
+                                                       AtenTensorHandle* ret0) {
+  return cumulative("aoti_torch_cuda_cumsum", self, dim, dtype, ret0, ScanOp::Sum);
+}
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumprod(AtenTensorHandle self, int64_t dim, int32_t* dtype,
+                                                        AtenTensorHandle* ret0) {
+  return cumulative("aoti_torch_cuda_cumprod", self, dim, dtype, ret0, ScanOp::Product);
+}
+
+}  // extern "C"

@@ -1,0 +1,80 @@
+// Argument handling shared by the CUDA fallback ops (the counterpart of
+// src/shims/cpu/op_args.h): dims, dtypes, the device a factory op creates on,
+// strided indexers for kernels, and handing results to the caller.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "devices/cuda/device/cuda_thread_state.h"
+#include "devices/cuda/kernels/element_access.cuh"
+#include "shims/common/layout_util.h"
+#include "shims/common/shim_util.h"
+#include "shims/cuda/tensor_ref.h"
+
+namespace kiln::cudadev {
+
+/// `dim` wrapped into [0, rank) as ATen does (a 0-d tensor accepts 0 and -1).
+inline Result<int64_t> wrap_dim(int64_t dim, int64_t rank, const char* name = "dim") {
+  const int64_t r = rank == 0 ? 1 : rank;
+  if (dim < -r || dim >= r)
+    return set_error(Error::InvalidArgument, std::string("argument '") + name + "' is " + std::to_string(dim) +
+                                                 ", out of range for a tensor of rank " + std::to_string(rank));
+  return dim < 0 ? dim + r : dim;
+}
+
+/// An optional ScalarType argument: nullopt when absent.
+inline Result<std::optional<DType>> optional_dtype_arg(const int32_t* code, const char* name) {
+  if (code == nullptr) return std::optional<DType>{};
+  if (!is_known_dtype(*code))
+    return set_error(Error::InvalidArgument,
+                     std::string("argument '") + name + "' has unknown dtype code " + std::to_string(*code));
+  return std::optional<DType>{static_cast<DType>(*code)};
+}
+
+/// A kernel's view of `sizes`/`strides`, or an error past StridedIndexer::kMaxDims.
+inline Result<StridedIndexer> indexer(std::span<const int64_t> sizes, std::span<const int64_t> strides) {
+  if (sizes.size() > static_cast<size_t>(StridedIndexer::kMaxDims))
+    return set_error(Error::NotSupported, "tensors of more than " + std::to_string(StridedIndexer::kMaxDims) +
+                                              " dimensions are not supported by this CUDA op");
+  StridedIndexer ix;
+  ix.ndim = static_cast<int>(sizes.size());
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    ix.sizes[d] = sizes[d];
+    ix.strides[d] = strides[d];
+  }
+  return ix;
+}
+inline Result<StridedIndexer> indexer(const TensorRef& t) { return indexer(t.sizes, t.strides); }
+
+/// The CUDA device index a factory op's (device, device_index) arguments name:
+/// null device means the current one; a non-CUDA device is an error.
+inline Result<int> factory_device(const int32_t* device, int32_t device_index) {
+  if (device != nullptr && *device != static_cast<int32_t>(DeviceType::CUDA))
+    return set_error(Error::InvalidArgument, "argument 'device' is not a CUDA device (code " +
+                                                 std::to_string(*device) + ")");
+  return resolve_device(device == nullptr ? -1 : device_index);
+}
+
+/// A new CUDA tensor with ATen's empty_like strides for `like`.
+inline Result<OwnedHandle> new_tensor_like(const TensorRef& like, DType dtype) {
+  const std::vector<int64_t> strides = aoti::strides_like(like.sizes, like.strides);
+  return new_tensor(like.sizes, strides, dtype, static_cast<int32_t>(DeviceType::CUDA), like.device_index);
+}
+
+/// A new contiguous CUDA tensor on `device`.
+inline Result<OwnedHandle> new_contiguous(std::span<const int64_t> sizes, DType dtype, int device) {
+  const std::vector<int64_t> strides = contiguous_strides(sizes);
+  return new_tensor(sizes, strides, dtype, static_cast<int32_t>(DeviceType::CUDA), device);
+}
+
+/// Hands `h` to the caller through `ret` (a new reference).
+inline Error return_handle(OwnedHandle& h, AtenTensorHandle* ret, const char* name) {
+  KILN_RETURN_IF_ERROR(aoti::out_arg(ret, name));
+  *ret = h.release();
+  return Error::Ok;
+}
+
+}  // namespace kiln::cudadev
