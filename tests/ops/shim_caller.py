@@ -278,9 +278,11 @@ def call_shim(lib: ShimLibrary, function: str, device: str, kwargs: dict) -> lis
             else:
                 ct = ctypes.c_int64 if "int64" in p.ctype else ctypes.c_double
                 arr = (ct * max(len(value), 1))(*value)
-                ptr = ctypes.pointer(arr)
+                # An optional list is a pointer to the array's pointer (torch's
+                # pointer_to_optional_list dereferences it once more).
+                ptr = ctypes.cast(arr, ctypes.POINTER(ct))
                 keep += [arr, ptr]
-                args += [ctypes.cast(ptr, ctypes.c_void_p), ctypes.c_int64(len(value))]
+                args += [ctypes.byref(ptr), ctypes.c_int64(len(value))]
             i += 1
         elif p.ctype == "int32_t*" and nxt is not None and nxt.name == f"{p.name}_index_":
             if value is None:

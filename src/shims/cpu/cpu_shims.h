@@ -60,5 +60,62 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_exponential(AtenTensorHandle self
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bernoulli__float(AtenTensorHandle self, double p, AtenGeneratorHandle* generator);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bernoulli__Tensor(AtenTensorHandle self, AtenTensorHandle p, AtenGeneratorHandle* generator);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_native_dropout(AtenTensorHandle input, double p, int32_t* train, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+// Sorting, selection, ordered scans, searching and histograms (group "sort").
+/// log(cumsum(exp(self))) along dim; floating and complex.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_logcumsumexp(AtenTensorHandle self, int64_t dim, AtenTensorHandle* ret0);
+/// Running max along dim and the last position it was reached at (int64).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_cummax(AtenTensorHandle self, int64_t dim, AtenTensorHandle* ret0,
+                                                      AtenTensorHandle* ret1);
+/// Running min along dim and the last position it was reached at (int64).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_cummin(AtenTensorHandle self, int64_t dim, AtenTensorHandle* ret0,
+                                                      AtenTensorHandle* ret1);
+/// Sorted lines along dim (NaN largest) and their source positions; stable.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_sort(AtenTensorHandle self, int64_t dim, int32_t descending,
+                                                    AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// aten::sort.stable; stable (nullable) is honoured by always sorting stably.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_sort_stable(AtenTensorHandle self, int32_t* stable, int64_t dim,
+                                                           int32_t descending, AtenTensorHandle* ret0,
+                                                           AtenTensorHandle* ret1);
+/// The k largest (smallest) elements along dim, sorted, and their positions.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
+                                                    int32_t sorted, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// The k-th smallest (1-based) element along dim and its position.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_kthvalue(AtenTensorHandle self, int64_t k, int64_t dim,
+                                                        int32_t keepdim, AtenTensorHandle* ret0,
+                                                        AtenTensorHandle* ret1);
+/// Lower median of all elements as a 0-d tensor; NaN if any is NaN.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_median(AtenTensorHandle self, AtenTensorHandle* ret0);
+/// Lower median of all non-NaN elements as a 0-d tensor.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_nanmedian(AtenTensorHandle self, AtenTensorHandle* ret0);
+/// Most frequent value along dim (smallest on ties) and its last position.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_mode(AtenTensorHandle self, int64_t dim, int32_t keepdim,
+                                                    AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// Insertion positions of self's values in sorted_sequence's lines; side and sorter nullable.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_searchsorted_Tensor(AtenTensorHandle sorted_sequence,
+                                                                   AtenTensorHandle self, int32_t out_int32,
+                                                                   int32_t right, const char** side,
+                                                                   AtenTensorHandle* sorter, AtenTensorHandle* ret0);
+/// Insertion position of one value in 1-D sorted_sequence, as a 0-d tensor.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_searchsorted_Scalar(AtenTensorHandle sorted_sequence, double self,
+                                                                   int32_t out_int32, int32_t right,
+                                                                   const char** side, AtenTensorHandle* sorter,
+                                                                   AtenTensorHandle* ret0);
+/// Bucket of each element of self among 1-D boundaries.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bucketize_Tensor(AtenTensorHandle self, AtenTensorHandle boundaries,
+                                                                int32_t out_int32, int32_t right,
+                                                                AtenTensorHandle* ret0);
+/// Histogram of all elements in `bins` equal bins over [min, max] (data range when equal).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_histc(AtenTensorHandle self, int64_t bins, double min, double max,
+                                                     AtenTensorHandle* ret0);
+/// aten::histogram.bin_ct: counts (or weights, density) and the bins + 1 edges.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_histogram_bin_ct(AtenTensorHandle self, int64_t bins,
+                                                                const double** range, int64_t range_len_,
+                                                                AtenTensorHandle* weight, int32_t density,
+                                                                AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// aten::_histogramdd_from_bin_cts: the D-dimensional histogram of self's (..., D) points.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__histogramdd_from_bin_cts(AtenTensorHandle self, const int64_t* bins,
+                                                                         int64_t bins_len_, const double** range,
+                                                                         int64_t range_len_, AtenTensorHandle* weight,
+                                                                         int32_t density, AtenTensorHandle* ret0);
 
 }  // extern "C"
