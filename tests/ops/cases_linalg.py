@@ -303,6 +303,13 @@ def _scaled_mm(g):
     big = torch.full((2, 2), 448.0).to(E4)
     yield Case(_scaled(g, 2, 2, 2, self=big, mat2=big, scale_a=torch.tensor(1.0), scale_b=torch.tensor(1.0)),
                id="overflow-nan")
+    # Every float8 code times a few scaled values (K = 1: one product each, no summation order),
+    # rounded to each float8 format: the float32 -> float8 casts against torch's over a wide range.
+    for src in (E4, E5):
+        codes = torch.arange(256, dtype=torch.int64).to(torch.uint8).view(src).reshape(256, 1)
+        for out in (E4, E5):
+            yield Case(_scaled(g, 256, 1, 9, self=codes, mat2=g.tensor((1, 9)).to(E5), scale_a=torch.tensor(0.37),
+                               scale_b=torch.tensor(3.1), out_dtype=out), id=f"cast-sweep-{_name(src)}-{_name(out)}")
     yield Case(_scaled(g, 0, 8, 6, out_dtype=torch.float32), id="empty")
     yield Case(_scaled(g, 3, 0, 6, out_dtype=torch.float32), id="k0")
     yield Case(_scaled(g, 4, 8, 6, scale_a=torch.rand(4, 1)), error="per-tensor scaling", id="rowwise")
