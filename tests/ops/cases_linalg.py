@@ -265,6 +265,10 @@ def _dyn_quant_matmul(g):
                     out_features=4), error="Invalid packed weight tensor size", id="short-packed")
     yield Case(dict(inp=g.tensor((3, 64)), packed_weights=torch.cat([packed, torch.zeros(2)]), block_size=32,
                     in_features=64, out_features=4), error="bias length", id="bad-bias-length")
+    yield Case(dict(inp=g.tensor((3, 64)), packed_weights=packed.to(torch.uint8), block_size=32, in_features=64,
+                    out_features=4), error="KleidiAI", id="uint8-packed")
+    yield Case(dict(inp=g.tensor((3, 64)), packed_weights=packed.double(), block_size=32, in_features=64,
+                    out_features=4), reference=_matmul_reference, id="float64-packed")
     yield Case(dict(inp=g.tensor((3, 64)), packed_weights=packed, block_size=16, in_features=64, out_features=4),
                error="multiple of 32", id="bad-block")
 

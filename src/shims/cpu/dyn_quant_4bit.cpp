@@ -9,8 +9,8 @@
 // ([N, K/2] uint8, two 4-bit values per byte, low nibble first, value - 8),
 // then the scales ([N, K/block_size], or [N] when block_size == K), then the
 // bias [N] if one was given, each element stored as a float. (ATen built with
-// KleidiAI on Arm packs differently; such a tensor has another size and is
-// refused with ATen's size error.)
+// KleidiAI on Arm packs into an opaque uint8 layout instead; Kiln refuses
+// such a tensor with a message saying so.)
 //
 // The matmul follows ATen's reference kernel exactly: each input row is
 // quantized to int8 with an asymmetric scale and zero point from its min/max
@@ -131,8 +131,11 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__dyn_quant_matmul_4bit(AtenTensor
     if (x->dim() != 2 || x->size(1) != k)
       return aoti::invalid("argument 'inp' has shape " + aoti::shape_string(x->sizes()) + ", expected [M, " +
                            std::to_string(k) + "] (in_features)");
-    if (packed->dim() != 1 || element_kind(packed->dtype()) == ElementKind::Unsupported ||
-        element_kind(packed->dtype()) == ElementKind::Complex)
+    if (packed->dtype() == DType::UInt8)
+      return aoti::invalid(
+          "argument 'packed_weights' is uint8: that is the layout ATen's KleidiAI kernels (Arm) pack, which Kiln "
+          "does not read; pack the weight with ATen on x86 or with Kiln (a float32 tensor)");
+    if (packed->dim() != 1 || element_kind(packed->dtype()) != ElementKind::Floating)
       return aoti::invalid(std::string("argument 'packed_weights' must be the 1-D float tensor "
                                        "_dyn_quant_pack_4bit_weight returns, got dtype ") +
                            dtype_name(packed->dtype()) + " shape " + aoti::shape_string(packed->sizes()));
