@@ -1,6 +1,6 @@
 // Conversions between float32 and the narrow floating-point formats a model
 // may produce or consume, on raw bit patterns: bfloat16 and float16 both ways,
-// float8 (e4m3fn, e5m2) to float32. Header-only and dependency-free so any
+// float8 (e4m3fn, e5m2) both ways. Header-only and dependency-free so any
 // layer can use it (the shims' dtype conversions, the CPU fallback ops, the
 // CLI's random inputs and .npy outputs). Round-to-nearest-even on narrowing,
 // like torch's casts; NaN stays NaN; float16 overflow becomes infinity;
@@ -88,6 +88,51 @@ inline float float8_e4m3fn_to_float(uint8_t bits) noexcept {
 /// float8 e5m2 (binary16 with the low 8 mantissa bits dropped) -> float32 (exact).
 inline float float8_e5m2_to_float(uint8_t bits) noexcept {
   return half_to_float(static_cast<uint16_t>(static_cast<uint16_t>(bits) << 8));
+}
+
+namespace detail {
+
+// |f| (finite, >= 0) as a float8 code with `mantissa_bits` stored mantissa
+// bits and exponent bias `bias`, rounded to nearest even; subnormals below
+// 2^(1 - bias). Codes are monotonic in the value, so a mantissa that rounds up
+// to the next power of two carries into the exponent by plain addition. The
+// caller maps codes past the format's largest finite value.
+inline uint32_t float8_magnitude_code(float a, int mantissa_bits, int bias) noexcept {
+  const float steps = static_cast<float>(1 << mantissa_bits);
+  const int min_exponent = 1 - bias;
+  if (a < std::ldexp(1.0f, min_exponent)) {
+    // Subnormal: units of 2^(min_exponent - mantissa_bits); nearbyint rounds half to even.
+    return static_cast<uint32_t>(std::nearbyint(std::ldexp(a, mantissa_bits - min_exponent)));
+  }
+  int e = 0;
+  const float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  const int exponent = e - 1;
+  const auto fraction = static_cast<uint32_t>(std::nearbyint((m * 2.0f - 1.0f) * steps));
+  return (static_cast<uint32_t>(exponent + bias) << mantissa_bits) + fraction;
+}
+
+}  // namespace detail
+
+/// float32 -> float8 e4m3fn as torch casts: round to nearest even; NaN, an
+/// infinity or a magnitude that rounds past 448 becomes NaN (the format has no
+/// infinity); the sign is kept.
+inline uint8_t float_to_float8_e4m3fn(float f) noexcept {
+  const uint8_t sign = (float_bits(f) & 0x80000000u) ? 0x80u : 0x00u;
+  const float a = std::fabs(f);
+  if (!(a < 480.0f)) return static_cast<uint8_t>(sign | 0x7fu);
+  const uint32_t code = detail::float8_magnitude_code(a, 3, 7);
+  return static_cast<uint8_t>(sign | (code >= 0x7fu ? 0x7fu : code));
+}
+
+/// float32 -> float8 e5m2 as torch casts: round to nearest even; a magnitude
+/// that rounds past 57344 becomes infinity; NaN stays NaN; the sign is kept.
+inline uint8_t float_to_float8_e5m2(float f) noexcept {
+  const uint8_t sign = (float_bits(f) & 0x80000000u) ? 0x80u : 0x00u;
+  if (std::isnan(f)) return static_cast<uint8_t>(sign | 0x7fu);
+  const float a = std::fabs(f);
+  if (!(a < 65536.0f)) return static_cast<uint8_t>(sign | 0x7cu);
+  const uint32_t code = detail::float8_magnitude_code(a, 2, 15);
+  return static_cast<uint8_t>(sign | (code >= 0x7cu ? 0x7cu : code));
 }
 
 }  // namespace kiln

@@ -15,6 +15,8 @@ TOLERANCES = {
     torch.complex128: (1e-10, 1e-10),
 }
 
+FLOAT8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+
 
 def strides_equivalent(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Equal strides on every dimension that has more than one element."""
@@ -34,5 +36,8 @@ def assert_same(kiln: torch.Tensor, ref: torch.Tensor, what: str, rtol=None, ato
         d_rtol, d_atol = TOLERANCES[ref.dtype]
         torch.testing.assert_close(k, r, rtol=rtol if rtol is not None else d_rtol,
                                    atol=atol if atol is not None else d_atol, equal_nan=True, msg=lambda m: f"{what}: {m}")
+    elif ref.dtype in FLOAT8:
+        # torch.equal has no float8 kernel; float8 widens to float32 exactly, so this is exact equality.
+        torch.testing.assert_close(k.float(), r.float(), rtol=0, atol=0, equal_nan=True, msg=lambda m: f"{what}: {m}")
     else:
         assert torch.equal(k, r), f"{what}: values differ\nKiln {k}\nATen {r}"

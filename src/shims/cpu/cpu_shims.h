@@ -117,5 +117,52 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__histogramdd_from_bin_cts(AtenTen
                                                                          int64_t bins_len_, const double** range,
                                                                          int64_t range_len_, AtenTensorHandle* weight,
                                                                          int32_t density, AtenTensorHandle* ret0);
+// ---- linalg group: LAPACK-backed solves and factorizations, lu_unpack, float8 and 4-bit matmuls.
+/// aten::cholesky_inverse: inverse of A from its Cholesky factor (batched); *ret0 is a new reference.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_cholesky_inverse(AtenTensorHandle self, int32_t upper,
+                                                                AtenTensorHandle* ret0);
+/// aten::cholesky_solve: X with A X = self, input2 = A's Cholesky factor (batched, broadcast).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_cholesky_solve(AtenTensorHandle self, AtenTensorHandle input2,
+                                                              int32_t upper, AtenTensorHandle* ret0);
+/// aten::geqrf: QR as Householder reflectors (ret0, batched column-major) and their scalars (ret1).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_geqrf(AtenTensorHandle self, AtenTensorHandle* ret0,
+                                                     AtenTensorHandle* ret1);
+/// aten::ormqr: input3 multiplied by the Q of geqrf's (self, input2 = tau), left or right, transposed or not.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_ormqr(AtenTensorHandle self, AtenTensorHandle input2,
+                                                     AtenTensorHandle input3, int32_t left, int32_t transpose,
+                                                     AtenTensorHandle* ret0);
+/// aten::triangular_solve: (solution of op(A) X = self, clone of A), batched and broadcast.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_triangular_solve(AtenTensorHandle self, AtenTensorHandle A,
+                                                                int32_t upper, int32_t transpose,
+                                                                int32_t unitriangular, AtenTensorHandle* ret0,
+                                                                AtenTensorHandle* ret1);
+/// aten::lu_unpack: (P, L, U) from linalg.lu_factor's packed LU and int32 pivots.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_lu_unpack(AtenTensorHandle LU_data, AtenTensorHandle LU_pivots,
+                                                         int32_t unpack_data, int32_t unpack_pivots,
+                                                         AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+                                                         AtenTensorHandle* ret2);
+/// aten::_dyn_quant_pack_4bit_weight: ATen's x86 packed format (float32 weight bytes, scales, bias).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__dyn_quant_pack_4bit_weight(AtenTensorHandle weights,
+                                                                           AtenTensorHandle scales_zeros,
+                                                                           AtenTensorHandle* bias, int64_t block_size,
+                                                                           int64_t in_features, int64_t out_features,
+                                                                           AtenTensorHandle* ret0);
+/// aten::_dyn_quant_matmul_4bit: inp [M, K] float32 times the packed 4-bit weight, int8 dynamic activations.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__dyn_quant_matmul_4bit(AtenTensorHandle inp,
+                                                                      AtenTensorHandle packed_weights,
+                                                                      int64_t block_size, int64_t in_features,
+                                                                      int64_t out_features, AtenTensorHandle* ret0);
+/// aten::_scaled_mm: float8 self @ mat2 with per-tensor scales, optional bias; *ret0 is a new reference.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_mm(AtenTensorHandle self, AtenTensorHandle mat2,
+                                                          AtenTensorHandle scale_a, AtenTensorHandle scale_b,
+                                                          AtenTensorHandle* bias, AtenTensorHandle* scale_result,
+                                                          int32_t* out_dtype, int32_t use_fast_accum,
+                                                          AtenTensorHandle* ret0);
+/// aten::_scaled_mm.out: as _scaled_mm, into out ([M, N], any strides).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                              AtenTensorHandle mat2, AtenTensorHandle scale_a,
+                                                              AtenTensorHandle scale_b, AtenTensorHandle* bias,
+                                                              AtenTensorHandle* scale_result, int32_t* out_dtype,
+                                                              int32_t use_fast_accum);
 
 }  // extern "C"
