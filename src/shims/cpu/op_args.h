@@ -104,32 +104,6 @@ inline Error expect_shape(const Tensor& out, std::span<const int64_t> sizes, con
   return Error::Ok;
 }
 
-/// Whether a tensor of `sizes` and `strides` covers a block of memory with
-/// no gaps and no element twice, in some order of its dimensions (ATen's
-/// is_non_overlapping_and_dense: dimensions of size 0 or 1 do not count).
-inline bool non_overlapping_and_dense(std::span<const int64_t> sizes, std::span<const int64_t> strides) {
-  std::vector<size_t> dims;
-  for (size_t d = 0; d < sizes.size(); ++d)
-    if (sizes[d] >= 2) dims.push_back(d);
-  std::sort(dims.begin(), dims.end(), [&](size_t a, size_t b) { return strides[a] < strides[b]; });
-  int64_t expected = 1;
-  for (size_t d : dims) {
-    if (strides[d] != expected) return false;
-    expected *= sizes[d];
-  }
-  return true;
-}
-
-/// A new CPU tensor shaped like `like`, laid out as ATen's empty_like lays
-/// out the results of ops that keep the input's layout (sort): the input's
-/// strides when it is non-overlapping and dense (a transposed or permuted
-/// input), else contiguous.
-inline Result<Tensor> new_cpu_tensor_like(const Tensor& like, DType dtype) {
-  if (non_overlapping_and_dense(like.sizes(), like.strides()))
-    return Tensor::empty_strided(like.sizes(), like.strides(), dtype, Device{DeviceType::CPU, 0});
-  return new_cpu_tensor(like.sizes(), dtype);
-}
-
 /// The sizes of a reduction over `dim` (already wrapped): the dimension
 /// dropped, or kept with size 1 under keepdim; a 0-d input gives 0-d.
 inline std::vector<int64_t> reduced_sizes(std::span<const int64_t> sizes, int64_t dim, bool keepdim) {
