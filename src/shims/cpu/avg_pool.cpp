@@ -6,6 +6,7 @@
 // channels-last (3-d results always contiguous).
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "devices/cpu/element_buffer.h"
@@ -40,16 +41,13 @@ AOTITorchError avg_pool(const char* fn, int spatial, AtenTensorHandle self_h, co
     const bool cl = spatial == 2 && channels_last_strides(*self);
     KILN_ASSIGN_OR_RETURN(Tensor result, new_output(result_sizes(p, out, spatial), self->dtype(), cl));
     const int64_t in_plane = p.plane_size(), out_plane = out[0] * out[1] * out[2];
-    KILN_RETURN_IF_ERROR(visit_kind(self->dtype(), [&](auto tag) -> Error {
-      using T = decltype(tag);
-      if constexpr (std::is_same_v<T, Complex>) {
-        return Error::NotSupported;
-      } else {
-        const std::vector<T> x = read_elements<T>(*self);
+    KILN_RETURN_IF_ERROR(visit_input(*self, [&](const auto* x) -> Error {
+      using T = std::remove_cv_t<std::remove_pointer_t<decltype(x)>>;
+      {
         std::vector<T> y(static_cast<size_t>(p.planes() * out_plane));
         KILN_RETURN_IF_ERROR(parallel_for(p.planes(), kPlaneGrain, [&](int64_t b, int64_t e) -> Error {
           for (int64_t plane = b; plane < e; ++plane) {
-            const T* src = x.data() + plane * in_plane;
+            const T* src = x + plane * in_plane;
             T* dst = y.data() + plane * out_plane;
             for (int64_t ot = 0; ot < out[0]; ++ot)
               for (int64_t oh = 0; oh < out[1]; ++oh)
@@ -82,7 +80,7 @@ AOTITorchError avg_pool(const char* fn, int spatial, AtenTensorHandle self_h, co
           }
           return Error::Ok;
         }));
-        write_elements(y.data(), result);
+        write_values(y.data(), result);
         return Error::Ok;
       }
     }));
@@ -101,32 +99,35 @@ AOTITorchError adaptive_avg_pool(const char* fn, int spatial, AtenTensorHandle s
     KILN_ASSIGN_OR_RETURN(Tensor result, new_output(result_sizes(p, out, spatial), self->dtype(), cl));
     const int64_t in_plane = p.plane_size(), out_plane = out[0] * out[1] * out[2];
     if (result.numel() == 0) return return_tensor(std::move(result), ret0, "ret0");
-    const std::vector<double> x = read_elements<double>(*self);
-    std::vector<double> y(static_cast<size_t>(p.planes() * out_plane));
-    KILN_RETURN_IF_ERROR(parallel_for(p.planes(), kPlaneGrain, [&](int64_t b, int64_t e) -> Error {
-      for (int64_t plane = b; plane < e; ++plane) {
-        const double* src = x.data() + plane * in_plane;
-        double* dst = y.data() + plane * out_plane;
-        for (int64_t ot = 0; ot < out[0]; ++ot) {
-          const int64_t t0 = adaptive_start(ot, p.in[0], out[0]), t1 = adaptive_end(ot, p.in[0], out[0]);
-          for (int64_t oh = 0; oh < out[1]; ++oh) {
-            const int64_t h0 = adaptive_start(oh, p.in[1], out[1]), h1 = adaptive_end(oh, p.in[1], out[1]);
-            for (int64_t ow = 0; ow < out[2]; ++ow) {
-              const int64_t w0 = adaptive_start(ow, p.in[2], out[2]), w1 = adaptive_end(ow, p.in[2], out[2]);
-              double sum = 0;
-              for (int64_t t = t0; t < t1; ++t)
-                for (int64_t h = h0; h < h1; ++h) {
-                  const double* row = src + (t * p.in[1] + h) * p.in[2];
-                  for (int64_t w = w0; w < w1; ++w) sum += row[w];
-                }
-              dst[(ot * out[1] + oh) * out[2] + ow] = sum / static_cast<double>((t1 - t0) * (h1 - h0) * (w1 - w0));
+    KILN_RETURN_IF_ERROR(visit_input(*self, [&](const auto* x) -> Error {
+      using T = std::remove_cv_t<std::remove_pointer_t<decltype(x)>>;
+      std::vector<T> y(static_cast<size_t>(p.planes() * out_plane));
+      KILN_RETURN_IF_ERROR(parallel_for(p.planes(), kPlaneGrain, [&](int64_t b, int64_t e) -> Error {
+        for (int64_t plane = b; plane < e; ++plane) {
+          const T* src = x + plane * in_plane;
+          T* dst = y.data() + plane * out_plane;
+          for (int64_t ot = 0; ot < out[0]; ++ot) {
+            const int64_t t0 = adaptive_start(ot, p.in[0], out[0]), t1 = adaptive_end(ot, p.in[0], out[0]);
+            for (int64_t oh = 0; oh < out[1]; ++oh) {
+              const int64_t h0 = adaptive_start(oh, p.in[1], out[1]), h1 = adaptive_end(oh, p.in[1], out[1]);
+              for (int64_t ow = 0; ow < out[2]; ++ow) {
+                const int64_t w0 = adaptive_start(ow, p.in[2], out[2]), w1 = adaptive_end(ow, p.in[2], out[2]);
+                T sum = 0;
+                for (int64_t t = t0; t < t1; ++t)
+                  for (int64_t h = h0; h < h1; ++h) {
+                    const T* row = src + (t * p.in[1] + h) * p.in[2];
+                    for (int64_t w = w0; w < w1; ++w) sum += row[w];
+                  }
+                dst[(ot * out[1] + oh) * out[2] + ow] = sum / static_cast<T>((t1 - t0) * (h1 - h0) * (w1 - w0));
+              }
             }
           }
         }
-      }
+        return Error::Ok;
+      }));
+      write_values(y.data(), result);
       return Error::Ok;
     }));
-    write_elements(y.data(), result);
     return return_tensor(std::move(result), ret0, "ret0");
   });
 }

@@ -9,9 +9,11 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "devices/cpu/element_buffer.h"
+#include "devices/cpu/float_io.h"
 #include "devices/cpu/gemm.h"
 #include "devices/cpu/parallel_for.h"
 #include "shims/cpu/cpu_shims.h"
@@ -56,17 +58,27 @@ double distance(const double* a, const double* b, int64_t m, double p) {
   return std::pow(acc, 1.0 / p);
 }
 
-// Euclidean distances of batch `batches` of (rows1, m) and (rows2, m) through
-// one product per batch, into `out` (row-major (batches, rows1, rows2)).
+// The elements of `t` row-major as T (float32 via float_io, float64 via element_buffer).
 template <typename T>
-Error euclidean_by_product(const std::vector<double>& v1, const std::vector<double>& v2, int64_t batches, int64_t rows1,
-                           int64_t rows2, int64_t m, std::vector<double>& out) {
-  std::vector<T> a(v1.begin(), v1.end()), b(v2.begin(), v2.end());
-  std::vector<T> c(static_cast<size_t>(rows1 * rows2));
+std::vector<T> load(const Tensor& t) {
+  if constexpr (std::is_same_v<T, float>)
+    return to_floats(t);
+  else
+    return read_elements<double>(t);
+}
+
+// Euclidean distances of `batches` pairs of (rows1, m) and (rows2, m) row
+// blocks through one product per batch, in T, written to `result`.
+template <typename T>
+Error euclidean_by_product(const Tensor& e1, const Tensor& e2, int64_t batches, int64_t rows1, int64_t rows2, int64_t m,
+                           const Tensor& result) {
+  const std::vector<T> a = load<T>(e1), b = load<T>(e2);
+  std::vector<T> c(static_cast<size_t>(batches * rows1 * rows2));
   std::vector<T> n1(static_cast<size_t>(rows1)), n2(static_cast<size_t>(rows2));
   for (int64_t bt = 0; bt < batches; ++bt) {
     const T* pa = a.data() + bt * rows1 * m;
     const T* pb = b.data() + bt * rows2 * m;
+    T* pc = c.data() + bt * rows1 * rows2;
     for (int64_t i = 0; i < rows1; ++i) {
       T s = 0;
       for (int64_t q = 0; q < m; ++q) s += pa[i * m + q] * pa[i * m + q];
@@ -78,15 +90,17 @@ Error euclidean_by_product(const std::vector<double>& v1, const std::vector<doub
       n2[j] = s;
     }
     const MatrixView<const T> mb{pb, rows2, m, m, 1};
-    KILN_RETURN_IF_ERROR(
-        gemm<T>({pa, rows1, m, m, 1}, mb.transposed(), {c.data(), rows1, rows2, rows2, 1}, T(-2), T(0)));
-    double* po = out.data() + bt * rows1 * rows2;
+    KILN_RETURN_IF_ERROR(gemm<T>({pa, rows1, m, m, 1}, mb.transposed(), {pc, rows1, rows2, rows2, 1}, T(-2), T(0)));
     for (int64_t i = 0; i < rows1; ++i)
       for (int64_t j = 0; j < rows2; ++j) {
-        const T d = c[i * rows2 + j] + n1[i] + n2[j];
-        po[i * rows2 + j] = std::sqrt(static_cast<double>(std::max(d, T(0))));
+        T& d = pc[i * rows2 + j];
+        d = std::sqrt(std::max(d + n1[i] + n2[j], T(0)));
       }
   }
+  if constexpr (std::is_same_v<T, float>)
+    store_floats(c.data(), result);
+  else
+    write_elements(c.data(), result);
   return Error::Ok;
 }
 
@@ -132,25 +146,24 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__cdist_forward(AtenTensorHandle x
     KILN_ASSIGN_OR_RETURN(Tensor e2, broadcast_arg(*b, s2, "x2"));
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(so, a->dtype()));
     if (result.numel() == 0) return return_tensor(std::move(result), ret0, "ret0");
+    const int64_t mode = compute_mode ? *compute_mode : 0;
+    if (p == 2 && m > 0 && (mode == 1 || (mode == 0 && (rows1 > 25 || rows2 > 25)))) {
+      KILN_RETURN_IF_ERROR(a->dtype() == DType::Float32
+                               ? euclidean_by_product<float>(e1, e2, batches, rows1, rows2, m, result)
+                               : euclidean_by_product<double>(e1, e2, batches, rows1, rows2, m, result));
+      return return_tensor(std::move(result), ret0, "ret0");
+    }
     const std::vector<double> v1 = read_elements<double>(e1), v2 = read_elements<double>(e2);
     std::vector<double> out(static_cast<size_t>(result.numel()), 0.0);
-    const int64_t mode = compute_mode ? *compute_mode : 0;
-    const bool by_product = p == 2 && m > 0 && (mode == 1 || (mode == 0 && (rows1 > 25 || rows2 > 25)));
-    if (by_product) {
-      KILN_RETURN_IF_ERROR(a->dtype() == DType::Float32
-                               ? euclidean_by_product<float>(v1, v2, batches, rows1, rows2, m, out)
-                               : euclidean_by_product<double>(v1, v2, batches, rows1, rows2, m, out));
-    } else {
-      KILN_RETURN_IF_ERROR(parallel_for(batches * rows1, 8, [&](int64_t begin, int64_t end) -> Error {
-        for (int64_t r = begin; r < end; ++r) {
-          const int64_t bt = r / rows1;
-          const double* pa = v1.data() + r * m;
-          for (int64_t j = 0; j < rows2; ++j)
-            out[static_cast<size_t>(r * rows2 + j)] = distance(pa, v2.data() + (bt * rows2 + j) * m, m, p);
-        }
-        return Error::Ok;
-      }));
-    }
+    KILN_RETURN_IF_ERROR(parallel_for(batches * rows1, 8, [&](int64_t begin, int64_t end) -> Error {
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t bt = r / rows1;
+        const double* pa = v1.data() + r * m;
+        for (int64_t j = 0; j < rows2; ++j)
+          out[static_cast<size_t>(r * rows2 + j)] = distance(pa, v2.data() + (bt * rows2 + j) * m, m, p);
+      }
+      return Error::Ok;
+    }));
     write_elements(out.data(), result);
     return return_tensor(std::move(result), ret0, "ret0");
   });

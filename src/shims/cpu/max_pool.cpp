@@ -47,15 +47,14 @@ void window_max(const T* src, const Dims& in, const int64_t lo[3], const int64_t
 // Runs `window(plane, o, lo, hi, step)` (filling the window of output o of
 // plane `plane`) over every output and writes values and indices.
 template <typename T, typename WindowFn>
-Error run_max(const Tensor& self, const Planes& p, const Dims& out, const Tensor& values, const Tensor& indices,
+Error run_max(const T* x, const Planes& p, const Dims& out, const Tensor& values, const Tensor& indices,
               WindowFn&& window) {
-  const std::vector<T> x = read_elements<T>(self);
   const int64_t in_plane = p.plane_size(), out_plane = out[0] * out[1] * out[2];
   std::vector<T> y(static_cast<size_t>(p.planes() * out_plane));
   std::vector<int64_t> idx(y.size());
   KILN_RETURN_IF_ERROR(parallel_for(p.planes(), kPlaneGrain, [&](int64_t b, int64_t e) -> Error {
     for (int64_t plane = b; plane < e; ++plane) {
-      const T* src = x.data() + plane * in_plane;
+      const T* src = x + plane * in_plane;
       for (int64_t ot = 0; ot < out[0]; ++ot)
         for (int64_t oh = 0; oh < out[1]; ++oh)
           for (int64_t ow = 0; ow < out[2]; ++ow) {
@@ -68,7 +67,7 @@ Error run_max(const Tensor& self, const Planes& p, const Dims& out, const Tensor
     }
     return Error::Ok;
   }));
-  write_elements(y.data(), values);
+  write_values(y.data(), values);
   write_elements(idx.data(), indices);
   return Error::Ok;
 }
@@ -97,18 +96,6 @@ Error hand_out(MaxResults r, AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
   return e;
 }
 
-// Calls fn(T{}) for the int64/double compute types (complex is refused earlier).
-template <typename Fn>
-Error visit_real(DType dtype, Fn&& fn) {
-  return visit_kind(dtype, [&](auto tag) -> Error {
-    using T = decltype(tag);
-    if constexpr (std::is_same_v<T, Complex>)
-      return Error::NotSupported;
-    else
-      return fn(tag);
-  });
-}
-
 AOTITorchError max_pool(const char* fn, int spatial, AtenTensorHandle self_h, const int64_t* kernel_size,
                         int64_t kernel_size_len, const int64_t* stride, int64_t stride_len, const int64_t* padding,
                         int64_t padding_len, const int64_t* dilation, int64_t dilation_len, int32_t ceil_mode,
@@ -126,18 +113,17 @@ AOTITorchError max_pool(const char* fn, int spatial, AtenTensorHandle self_h, co
     KILN_RETURN_IF_ERROR(positive(dil, "dilation"));
     KILN_ASSIGN_OR_RETURN(Dims out, window_output(p, k, s, pad, dil, ceil_mode != 0));
     KILN_ASSIGN_OR_RETURN(MaxResults r, new_results(*self, p, out, spatial, channels_last_strides(*self)));
-    KILN_RETURN_IF_ERROR(visit_real(self->dtype(), [&](auto tag) -> Error {
-      using T = decltype(tag);
-      return run_max<T>(*self, p, out, r.values, r.indices,
-                        [&](int64_t, const int64_t o[3], int64_t lo[3], int64_t hi[3], int64_t step[3]) -> Error {
-                          for (int i = 0; i < 3; ++i) {
-                            lo[i] = o[i] * s[i] - pad[i];
-                            hi[i] = std::min(lo[i] + (k[i] - 1) * dil[i] + 1, p.in[i]);
-                            while (lo[i] < 0) lo[i] += dil[i];
-                            step[i] = dil[i];
-                          }
-                          return Error::Ok;
-                        });
+    KILN_RETURN_IF_ERROR(visit_input(*self, [&](const auto* x) -> Error {
+      return run_max(x, p, out, r.values, r.indices,
+                     [&](int64_t, const int64_t o[3], int64_t lo[3], int64_t hi[3], int64_t step[3]) -> Error {
+                       for (int i = 0; i < 3; ++i) {
+                         lo[i] = o[i] * s[i] - pad[i];
+                         hi[i] = std::min(lo[i] + (k[i] - 1) * dil[i] + 1, p.in[i]);
+                         while (lo[i] < 0) lo[i] += dil[i];
+                         step[i] = dil[i];
+                       }
+                       return Error::Ok;
+                     });
     }));
     return hand_out(std::move(r), ret0, ret1);
   });
@@ -153,15 +139,16 @@ AOTITorchError adaptive_max_pool(const char* fn, int spatial, AtenTensorHandle s
     const bool cl = spatial == 2 && channels_last_strides(*self);
     KILN_ASSIGN_OR_RETURN(MaxResults r, new_results(*self, p, out, spatial, cl));
     if (r.values.numel() > 0) {
-      KILN_RETURN_IF_ERROR(
-          run_max<double>(*self, p, out, r.values, r.indices,
-                          [&](int64_t, const int64_t o[3], int64_t lo[3], int64_t hi[3], int64_t*) -> Error {
-                            for (int i = 0; i < 3; ++i) {
-                              lo[i] = adaptive_start(o[i], p.in[i], out[i]);
-                              hi[i] = adaptive_end(o[i], p.in[i], out[i]);
-                            }
-                            return Error::Ok;
-                          }));
+      KILN_RETURN_IF_ERROR(visit_input(*self, [&](const auto* x) -> Error {
+        return run_max(x, p, out, r.values, r.indices,
+                       [&](int64_t, const int64_t o[3], int64_t lo[3], int64_t hi[3], int64_t*) -> Error {
+                         for (int i = 0; i < 3; ++i) {
+                           lo[i] = adaptive_start(o[i], p.in[i], out[i]);
+                           hi[i] = adaptive_end(o[i], p.in[i], out[i]);
+                         }
+                         return Error::Ok;
+                       });
+      }));
     }
     return hand_out(std::move(r), ret0, ret1);
   });
@@ -238,15 +225,16 @@ AOTITorchError fractional_max_pool(const char* fn, int spatial, AtenTensorHandle
         KILN_ASSIGN_OR_RETURN(seq, intervals(sample, p.in[i], out[i], k[i], self->dtype()));
       }
     }
-    KILN_RETURN_IF_ERROR(
-        run_max<double>(*self, p, out, r.values, r.indices,
-                        [&](int64_t plane, const int64_t o[3], int64_t lo[3], int64_t hi[3], int64_t*) -> Error {
-                          for (int i = 0; i < 3; ++i) {
-                            lo[i] = starts[static_cast<size_t>(plane * 3 + i)][static_cast<size_t>(o[i])];
-                            hi[i] = lo[i] + k[i];
-                          }
-                          return Error::Ok;
-                        }));
+    KILN_RETURN_IF_ERROR(visit_input(*self, [&](const auto* x) -> Error {
+      return run_max(x, p, out, r.values, r.indices,
+                     [&](int64_t plane, const int64_t o[3], int64_t lo[3], int64_t hi[3], int64_t*) -> Error {
+                       for (int i = 0; i < 3; ++i) {
+                         lo[i] = starts[static_cast<size_t>(plane * 3 + i)][static_cast<size_t>(o[i])];
+                         hi[i] = lo[i] + k[i];
+                       }
+                       return Error::Ok;
+                     });
+    }));
     return hand_out(std::move(r), ret0, ret1);
   });
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "devices/cpu/element_buffer.h"
+#include "devices/cpu/float_io.h"
 #include "shims/cpu/op_args.h"
 
 namespace kiln::cpu::pool {
@@ -185,5 +186,33 @@ inline T lowest() {
 /// ATen's adaptive window along one dimension: [floor(o*in/out), ceil((o+1)*in/out)).
 inline int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
 inline int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
+
+/// Calls fn(x) with x pointing at `self`'s elements row-major: float32 as
+/// float (borrowed when contiguous, so the common CNN case copies nothing),
+/// other dtypes as their element_buffer compute type (int64_t or double).
+/// Complex is NotSupported (callers refuse it first).
+template <typename Fn>
+Error visit_input(const Tensor& self, Fn&& fn) {
+  if (self.dtype() == DType::Float32) {
+    std::vector<float> scratch;
+    return fn(contiguous_floats(self, scratch));
+  }
+  return visit_kind(self.dtype(), [&](auto tag) -> Error {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, Complex>) {
+      return set_error(Error::NotSupported, "complex input is not supported");
+    } else {
+      const std::vector<T> v = read_elements<T>(self);
+      return fn(static_cast<const T*>(v.data()));
+    }
+  });
+}
+
+/// Writes row-major `values` into `dst` (any strides), converting to its dtype.
+inline void write_values(const float* values, const Tensor& dst) { store_floats(values, dst); }
+template <typename T>
+void write_values(const T* values, const Tensor& dst) {
+  write_elements(values, dst);
+}
 
 }  // namespace kiln::cpu::pool
