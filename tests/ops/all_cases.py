@@ -7,3 +7,4 @@ import cases_scan  # noqa: F401
 import cases_random  # noqa: F401
 import cases_sort  # noqa: F401
 import cases_linalg  # noqa: F401
+import cases_pool  # noqa: F401

@@ -164,5 +164,116 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_mm_out(AtenTensorHandle o
                                                               AtenTensorHandle scale_b, AtenTensorHandle* bias,
                                                               AtenTensorHandle* scale_result, int32_t* out_dtype,
                                                               int32_t use_fast_accum);
+// Pooling and the products CNNs and recommenders hit (group: pool).
+/// Window means over (N,)C,H,W planes; divisor_override may be null; *ret0 is a new reference.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_avg_pool2d(AtenTensorHandle self, const int64_t* kernel_size,
+                                                          int64_t kernel_size_len_, const int64_t* stride,
+                                                          int64_t stride_len_, const int64_t* padding,
+                                                          int64_t padding_len_, int32_t ceil_mode,
+                                                          int32_t count_include_pad,
+                                                          int64_t* divisor_override, AtenTensorHandle* ret0);
+/// Window means over (N,)C,D,H,W planes; divisor_override may be null.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_avg_pool3d(AtenTensorHandle self, const int64_t* kernel_size,
+                                                          int64_t kernel_size_len_, const int64_t* stride,
+                                                          int64_t stride_len_, const int64_t* padding,
+                                                          int64_t padding_len_, int32_t ceil_mode,
+                                                          int32_t count_include_pad,
+                                                          int64_t* divisor_override, AtenTensorHandle* ret0);
+/// Adaptive window means to output_size (2 values).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__adaptive_avg_pool2d(AtenTensorHandle self,
+                                                                    const int64_t* output_size,
+                                                                    int64_t output_size_len_,
+                                                                    AtenTensorHandle* ret0);
+/// Adaptive window means to output_size (3 values).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__adaptive_avg_pool3d(AtenTensorHandle self,
+                                                                    const int64_t* output_size,
+                                                                    int64_t output_size_len_,
+                                                                    AtenTensorHandle* ret0);
+/// Adaptive window maxima (ret0) and their flat in-plane positions (ret1, int64).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_adaptive_max_pool2d(AtenTensorHandle self,
+                                                                   const int64_t* output_size,
+                                                                   int64_t output_size_len_,
+                                                                   AtenTensorHandle* ret0,
+                                                                   AtenTensorHandle* ret1);
+/// Adaptive window maxima (ret0) and their flat in-plane positions (ret1, int64).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_adaptive_max_pool3d(AtenTensorHandle self,
+                                                                   const int64_t* output_size,
+                                                                   int64_t output_size_len_,
+                                                                   AtenTensorHandle* ret0,
+                                                                   AtenTensorHandle* ret1);
+/// Window maxima (ret0) and flat in-plane positions (ret1, int64).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_max_pool2d_with_indices(
+    AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_, const int64_t* stride,
+    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
+    int64_t dilation_len_, int32_t ceil_mode, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// Window maxima (ret0) and flat in-plane positions (ret1, int64).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_max_pool3d_with_indices(
+    AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_, const int64_t* stride,
+    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation,
+    int64_t dilation_len_, int32_t ceil_mode, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// Scatters self to the flat in-plane positions `indices` of a zero output_size result.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_max_unpool2d(AtenTensorHandle self, AtenTensorHandle indices,
+                                                            const int64_t* output_size,
+                                                            int64_t output_size_len_, AtenTensorHandle* ret0);
+/// Scatters self to the flat in-plane positions `indices` of a zero output_size result.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_max_unpool3d(AtenTensorHandle self, AtenTensorHandle indices,
+                                                            const int64_t* output_size,
+                                                            int64_t output_size_len_, const int64_t* stride,
+                                                            int64_t stride_len_, const int64_t* padding,
+                                                            int64_t padding_len_, AtenTensorHandle* ret0);
+/// Fractional max pooling with windows placed by random_samples (N, C, 2); values and int64 positions.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_fractional_max_pool2d(
+    AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_, const int64_t* output_size,
+    int64_t output_size_len_, AtenTensorHandle random_samples, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1);
+/// Fractional max pooling with windows placed by random_samples (N, C, 3); values and int64 positions.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_fractional_max_pool3d(
+    AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_, const int64_t* output_size,
+    int64_t output_size_len_, AtenTensorHandle random_samples, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1);
+/// out[b] = beta * self + alpha * (batch1[b] @ batch2[b]); self broadcasts.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_baddbmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                           AtenTensorHandle batch1, AtenTensorHandle batch2,
+                                                           double beta, double alpha);
+/// *ret0 = beta * self + alpha * sum_b batch1[b] @ batch2[b].
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addbmm(AtenTensorHandle self, AtenTensorHandle batch1,
+                                                      AtenTensorHandle batch2, double beta, double alpha,
+                                                      AtenTensorHandle* ret0);
+/// *ret0 = beta * self + alpha * (mat @ vec).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addmv(AtenTensorHandle self, AtenTensorHandle mat,
+                                                     AtenTensorHandle vec, double beta, double alpha,
+                                                     AtenTensorHandle* ret0);
+/// *ret0 = relu (or gelu when use_gelu) of beta * self + alpha * (mat1 @ mat2).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__addmm_activation(AtenTensorHandle self, AtenTensorHandle mat1,
+                                                                 AtenTensorHandle mat2, double beta,
+                                                                 double alpha, int32_t use_gelu,
+                                                                 AtenTensorHandle* ret0);
+/// out (int32) = self (int8) @ mat2 (int8).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__int_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                           AtenTensorHandle mat2);
+/// *ret0 = (self @ mat2^T) * scales with mat2 int8 [N, K], scales [N].
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__weight_int8pack_mm(AtenTensorHandle self,
+                                                                   AtenTensorHandle mat2,
+                                                                   AtenTensorHandle scales,
+                                                                   AtenTensorHandle* ret0);
+/// RMS norm over the trailing normalized_shape dims: ret0 output, ret1 rstd (weight, eps nullable).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__fused_rms_norm(
+    AtenTensorHandle input, const int64_t* normalized_shape, int64_t normalized_shape_len_,
+    AtenTensorHandle* weight, double* eps, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// p-norm distances between the rows of x1 and x2 (batched, broadcast); compute_mode nullable.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__cdist_forward(AtenTensorHandle x1, AtenTensorHandle x2,
+                                                              double p, int64_t* compute_mode,
+                                                              AtenTensorHandle* ret0);
+/// p-norm distances between all pairs of rows of self (upper triangle, row-major).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__pdist_forward(AtenTensorHandle self, double p,
+                                                              AtenTensorHandle* ret0);
+/// Sum over sumdim of the product of i1, i2, i3 unsqueezed at expand1/2/3.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__trilinear(AtenTensorHandle i1, AtenTensorHandle i2,
+                                                          AtenTensorHandle i3, const int64_t* expand1,
+                                                          int64_t expand1_len_, const int64_t* expand2,
+                                                          int64_t expand2_len_, const int64_t* expand3,
+                                                          int64_t expand3_len_, const int64_t* sumdim,
+                                                          int64_t sumdim_len_, int64_t unroll_dim,
+                                                          AtenTensorHandle* ret0);
 
 }  // extern "C"

@@ -1,11 +1,15 @@
 // aoti_torch_cpu_{mm,addmm,bmm}_out: the matrix-multiply fallbacks Inductor
 // emits for linear layers and batched matmuls it does not generate itself.
 // float32/float64 go straight to BLAS on the tensors' own memory; bfloat16 and
-// float16 are widened to float32, multiplied, and rounded once on store.
+// float16 are widened to float32, multiplied, and rounded once on store;
+// integer and complex dtypes take a plain loop (ATen multiplies those too).
+#include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "shims/cpu/cpu_shims.h"
+#include "devices/cpu/element_buffer.h"
 #include "devices/cpu/float_io.h"
 #include "devices/cpu/gemm.h"
 #include "shims/cpu/matmul.h"
@@ -45,6 +49,22 @@ Result<Tensor> broadcast_to(const Tensor& self, const Tensor& out) {
   return Tensor(self.storage(), self.dtype(), out.sizes(), strides, self.storage_offset());
 }
 
+// Two's-complement wrapping for int64 (as ATen's integer matmul), plain arithmetic otherwise.
+template <typename T>
+T wrap_mul(T x, T y) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
+  else
+    return x * y;
+}
+template <typename T>
+T wrap_add(T x, T y) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
+  else
+    return x + y;
+}
+
 }  // namespace
 
 Error kiln::cpu::matmul(const Tensor& out, const Tensor* init, const Tensor& a, const Tensor& b, double beta,
@@ -81,7 +101,39 @@ Error kiln::cpu::matmul(const Tensor& out, const Tensor* init, const Tensor& a, 
     store_floats(fc.data(), out);
     return Error::Ok;
   }
-  return set_error(Error::NotSupported, std::string("dtype ") + dtype_name(dt) + " is not supported");
+  if (dt == DType::Bool || !(is_integral(dt) || is_complex(dt)))
+    return set_error(Error::NotSupported, std::string("dtype ") + dtype_name(dt) + " is not supported");
+  // Integers and complex numbers: no BLAS; a plain loop in int64 (wrapping, alpha and beta
+  // truncated to integers as ATen's Scalar conversion does) or complex<double>.
+  return visit_kind(dt, [&](auto tag) -> Error {
+    using T = decltype(tag);
+    const T al = is_integral(dt) ? T(static_cast<int64_t>(alpha)) : T(alpha);
+    const T be = is_integral(dt) ? T(static_cast<int64_t>(beta)) : T(beta);
+    const bool seed = beta != 0.0 && init;
+    const std::vector<T> va = read_elements<T>(a), vb = read_elements<T>(b);
+    std::vector<T> vc =
+        seed ? read_elements<T>(*init) : std::vector<T>(static_cast<size_t>(out.numel()), T(0));
+    const int64_t m = out.size(batch_dims), n = out.size(batch_dims + 1), k = a.size(batch_dims + 1);
+    for (int64_t i = 0; i < batches; ++i) {
+      const T* pa = va.data() + i * m * k;
+      const T* pb = vb.data() + i * k * n;
+      T* pc = vc.data() + i * m * n;
+      std::vector<T> row(static_cast<size_t>(n));
+      for (int64_t r = 0; r < m; ++r) {
+        std::fill(row.begin(), row.end(), T(0));
+        for (int64_t q = 0; q < k; ++q) {
+          const T x = pa[r * k + q];
+          for (int64_t c = 0; c < n; ++c) row[c] = wrap_add(row[c], wrap_mul(x, pb[q * n + c]));
+        }
+        for (int64_t c = 0; c < n; ++c) {
+          const T prod = wrap_mul(al, row[c]);
+          pc[r * n + c] = seed ? wrap_add(wrap_mul(be, pc[r * n + c]), prod) : prod;
+        }
+      }
+    }
+    write_elements(vc.data(), out);
+    return Error::Ok;
+  });
 }
 
 namespace {

@@ -1,0 +1,409 @@
+"""Pooling (avg, max, adaptive, fractional, unpool) and the products CNNs and recommenders hit:
+baddbmm, addbmm, addmv, _addmm_activation, _int_mm, _weight_int8pack_mm, _fused_rms_norm,
+_cdist_forward, _pdist_forward, _trilinear."""
+
+import torch
+
+from op_case import COMPLEX, FLOATS, INTS, Case, cases
+
+NARROW = (torch.float16, torch.bfloat16)
+
+
+def _tol(dt, narrow=None, wide=None):
+    if dt in NARROW:
+        return narrow or {}
+    return wide or {}
+
+
+def _cl(t):
+    return t.contiguous(memory_format=torch.channels_last)
+
+
+def _cl3d(t):
+    return t.contiguous(memory_format=torch.channels_last_3d)
+
+
+# ---------------------------------------------------------------- avg pooling
+
+@cases("avg_pool2d")
+def _avg_pool2d(g):
+    def c(x, k, s=(), p=0, ceil=False, cip=True, div=None, **kw):
+        return Case(dict(self=x, kernel_size=list(k), stride=list(s), padding=[p] if isinstance(p, int) else list(p),
+                         ceil_mode=ceil, count_include_pad=cip, divisor_override=div), **kw)
+    for dt in FLOATS + (torch.int64,):
+        yield c(g.tensor((2, 3, 7, 8), dt), (3, 2), (2, 2), (1, 1), id=f"{str(dt)[6:]}", **_tol(dt, dict(rtol=1e-2, atol=1e-2)))
+    yield c(g.tensor((3, 7, 8)), (3, 3), (2, 1), 1, id="unbatched")
+    yield c(g.tensor((2, 3, 7, 8)), (3,), (), 1, ceil=True, cip=False, id="ceil-exclude-pad")
+    yield c(g.tensor((2, 3, 6, 6)), (2, 2), (3, 3), 1, ceil=True, id="ceil-window-in-padding")
+    yield c(g.tensor((2, 3, 7, 8)), (2, 3), (1, 2), (1, 1), div=5, id="divisor")
+    yield c(_cl(g.tensor((2, 5, 7, 8))), (3, 3), (2, 2), 1, id="channels-last")
+    yield c(g.tensor((0, 3, 4, 4)), (2, 2), id="empty-batch")
+    yield c(g.tensor((2, 3, 5, 5), torch.int64, low=-20, high=20), (2, 2), (1, 1), 1, cip=False, id="int-trunc")
+    yield c(g.tensor((2, 3, 4, 4)), (2, 2), (2, 2), 2, error="padding", id="bad-padding")
+    yield c(g.tensor((2, 3, 2, 2)), (3, 3), error="too small", id="too-small")
+    yield c(g.tensor((3, 4)), (2, 2), error="3-d or 4-d", id="bad-rank")
+    yield c(g.tensor((2, 3, 4, 4)), (2, 2), div=0, error="divisor_override", id="divisor-zero")
+    yield c(g.tensor((2, 3, 4, 4), torch.complex64), (2, 2), error="dtype", id="complex")
+
+
+@cases("avg_pool3d")
+def _avg_pool3d(g):
+    def c(x, k, s=(), p=0, ceil=False, cip=True, div=None, **kw):
+        return Case(dict(self=x, kernel_size=list(k), stride=list(s), padding=[p] if isinstance(p, int) else list(p),
+                         ceil_mode=ceil, count_include_pad=cip, divisor_override=div), **kw)
+    for dt in (torch.float32, torch.float64, torch.int64):
+        yield c(g.tensor((2, 3, 5, 6, 7), dt), (3, 2, 2), (2, 2, 1), (1, 1, 0), id=f"{str(dt)[6:]}")
+    yield c(g.tensor((3, 5, 6, 7)), (2,), (), 1, ceil=True, cip=False, id="unbatched-ceil")
+    yield c(g.tensor((2, 3, 5, 6, 7)), (3, 3, 3), (2, 2, 2), 1, div=7, id="divisor")
+    yield c(_cl3d(g.tensor((2, 4, 5, 6, 7))), (2, 2, 2), id="channels-last-3d")
+    yield c(g.tensor((2, 3, 4, 4, 4)), (2, 2, 2), (1, 1, 1), (2, 0, 0), error="padding", id="bad-padding")
+
+
+@cases("_adaptive_avg_pool2d")
+def _adaptive_avg_pool2d(g):
+    for dt in FLOATS:
+        yield Case(dict(self=g.tensor((2, 3, 7, 9), dt), output_size=[3, 4]), id=str(dt)[6:],
+                   **_tol(dt, dict(rtol=1e-2, atol=1e-2)))
+    yield Case(dict(self=g.tensor((3, 10, 5)), output_size=[4, 7]), id="unbatched-upsample")
+    yield Case(dict(self=_cl(g.tensor((2, 6, 7, 7))), output_size=[1, 1]), id="channels-last-global")
+    yield Case(dict(self=_cl(g.tensor((2, 6, 7, 7))), output_size=[3, 2]), id="channels-last")
+    yield Case(dict(self=g.tensor((0, 3, 4, 4)), output_size=[2, 2]), id="empty-batch")
+    yield Case(dict(self=g.tensor((1, 3, 4, 4)), output_size=[0, 2]), id="empty-output")
+    yield Case(dict(self=g.tensor((2, 3, 4, 4)), output_size=[2]), error="output_size", id="bad-output-size")
+    yield Case(dict(self=g.tensor((2, 0, 4, 4)), output_size=[2, 2]), error="empty", id="empty-channels")
+
+
+@cases("_adaptive_avg_pool3d")
+def _adaptive_avg_pool3d(g):
+    for dt in FLOATS:
+        yield Case(dict(self=g.tensor((2, 3, 5, 7, 6), dt), output_size=[2, 3, 4]), id=str(dt)[6:],
+                   **_tol(dt, dict(rtol=1e-2, atol=1e-2)))
+    yield Case(dict(self=g.tensor((3, 5, 7, 6)), output_size=[1, 1, 1]), id="unbatched-global")
+    yield Case(dict(self=_cl3d(g.tensor((2, 3, 5, 7, 6))), output_size=[2, 2, 2]), id="channels-last-3d")
+    yield Case(dict(self=g.tensor((3, 4, 4)), output_size=[2, 2, 2]), error="4-d or 5-d", id="bad-rank")
+
+
+# ---------------------------------------------------------------- max pooling
+
+@cases("max_pool2d_with_indices")
+def _max_pool2d(g):
+    def c(x, k, s=(), p=0, d=1, ceil=False, **kw):
+        return Case(dict(self=x, kernel_size=list(k), stride=list(s), padding=[p] if isinstance(p, int) else list(p),
+                         dilation=[d] if isinstance(d, int) else list(d), ceil_mode=ceil), **kw)
+    for dt in FLOATS + (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        x = g.distinct((2, 3, 7, 8), dt) if dt.is_floating_point else g.distinct((2, 3, 7, 8), torch.int64).to(dt)
+        if dt in (torch.int8, torch.uint8):
+            x = g.distinct((1, 2, 8, 8), torch.int64).remainder(120).to(dt)
+            yield c(x, (2, 2), (2, 2), id=str(dt)[6:])
+            continue
+        if dt in NARROW:
+            x = g.distinct((2, 3, 6, 6), torch.float64).to(dt)
+        yield c(x, (3, 2), (2, 1), (1, 1), id=str(dt)[6:])
+    yield c(g.distinct((3, 9, 8)), (3, 3), (2, 2), 1, 2, id="unbatched-dilation")
+    yield c(g.distinct((2, 3, 9, 8)), (3, 2), (2, 2), (1, 0), (2, 1), ceil=True, id="ceil-dilation")
+    yield c(g.distinct((2, 3, 6, 6)), (2, 2), (3, 3), 1, ceil=True, id="ceil-window-in-padding")
+    yield c(_cl(g.distinct((2, 5, 7, 8))), (3, 3), (2, 2), 1, id="channels-last")
+    yield c(g.distinct((1, 1, 4, 4)), (4, 4), id="global")
+    yield c(g.tensor((0, 3, 4, 4)), (2, 2), id="empty-batch")
+    x = g.distinct((1, 2, 4, 4))
+    x[0, 0, 1, 1] = float("nan")
+    x[0, 1, 2, 3] = float("inf")
+    yield c(x, (2, 2), (2, 2), id="nan-inf", layouts=False)
+    yield c(g.tensor((2, 3, 4, 4)), (3, 3), (1, 1), 2, error="padding", id="bad-padding")
+    yield c(g.tensor((2, 3, 4, 4)), (2, 2), (0, 1), error="stride", id="zero-stride")
+    yield c(g.tensor((2, 3, 4, 4)), (2, 2), d=0, error="dilation", id="zero-dilation")
+    yield c(g.tensor((2, 3, 4, 4)), (2, 2, 2), error="kernel_size", id="bad-kernel-len")
+    yield c(g.tensor((2, 3, 4, 4), torch.bool), (2, 2), error="dtype", id="bool")
+
+
+@cases("max_pool3d_with_indices")
+def _max_pool3d(g):
+    def c(x, k, s=(), p=0, d=1, ceil=False, **kw):
+        return Case(dict(self=x, kernel_size=list(k), stride=list(s), padding=[p] if isinstance(p, int) else list(p),
+                         dilation=[d] if isinstance(d, int) else list(d), ceil_mode=ceil), **kw)
+    for dt in FLOATS + (torch.int64,):
+        x = g.distinct((2, 3, 5, 6, 5), torch.float64 if dt in NARROW else dt)
+        if dt in NARROW:
+            x = g.distinct((1, 2, 4, 5, 5), torch.float64).to(dt)
+        yield c(x, (2, 3, 2), (2, 2, 1), (1, 1, 0), id=str(dt)[6:])
+    yield c(g.distinct((3, 7, 6, 5)), (3,), (2,), 1, 2, ceil=True, id="unbatched-dilation-ceil")
+    yield c(_cl3d(g.distinct((2, 4, 5, 6, 5))), (2, 2, 2), id="channels-last-3d")
+    yield c(g.tensor((3, 4, 4)), (2, 2, 2), error="4-d or 5-d", id="bad-rank")
+
+
+@cases("adaptive_max_pool2d")
+def _adaptive_max_pool2d(g):
+    for dt in FLOATS:
+        x = g.distinct((2, 3, 7, 9), dt) if dt not in NARROW else g.distinct((1, 2, 5, 7), torch.float64).to(dt)
+        yield Case(dict(self=x, output_size=[3, 4]), id=str(dt)[6:])
+    yield Case(dict(self=g.distinct((3, 10, 5)), output_size=[4, 7]), id="unbatched-upsample")
+    yield Case(dict(self=_cl(g.distinct((2, 6, 7, 7))), output_size=[3, 2]), id="channels-last")
+    yield Case(dict(self=g.tensor((0, 3, 4, 4)), output_size=[2, 2]), id="empty-batch")
+    yield Case(dict(self=g.tensor((2, 3, 4, 4)), output_size=[2, 2, 2]), error="output_size", id="bad-output-size")
+    yield Case(dict(self=g.tensor((2, 3, 4, 4), torch.int64), output_size=[2, 2]), error="dtype", id="int")
+
+
+@cases("adaptive_max_pool3d")
+def _adaptive_max_pool3d(g):
+    for dt in FLOATS:
+        x = g.distinct((2, 3, 5, 7, 6), dt) if dt not in NARROW else g.distinct((1, 2, 3, 5, 6), torch.float64).to(dt)
+        yield Case(dict(self=x, output_size=[2, 3, 4]), id=str(dt)[6:])
+    yield Case(dict(self=g.distinct((3, 5, 7, 6)), output_size=[1, 1, 1]), id="unbatched-global")
+    yield Case(dict(self=_cl3d(g.distinct((2, 3, 5, 7, 6))), output_size=[2, 2, 2]), id="channels-last-3d")
+
+
+@cases("fractional_max_pool2d")
+def _fractional_max_pool2d(g):
+    for dt in FLOATS:
+        shape = (2, 3, 9, 10) if dt not in NARROW else (1, 2, 7, 8)
+        x = g.distinct(shape, torch.float64).to(dt)
+        u = g.tensor((shape[0], shape[1], 2), dt, low=0.0, high=0.99)
+        yield Case(dict(self=x, kernel_size=[2, 3], output_size=[4, 5], random_samples=u), id=str(dt)[6:])
+    yield Case(dict(self=g.distinct((3, 9, 9)), kernel_size=[3, 3], output_size=[5, 3],
+                    random_samples=g.tensor((1, 3, 2), low=0.0, high=0.99)), id="unbatched")
+    yield Case(dict(self=g.distinct((2, 3, 6, 6)), kernel_size=[2, 2], output_size=[1, 5],
+                    random_samples=g.tensor((2, 3, 2), low=0.0, high=0.99)), id="output-1")
+    yield Case(dict(self=g.distinct((2, 3, 9, 10)), kernel_size=[2, 2], output_size=[4, 5],
+                    random_samples=g.tensor((1, 3, 2), low=0.0, high=0.99)), error="random_samples",
+               id="few-samples")
+    yield Case(dict(self=g.distinct((2, 3, 5, 5)), kernel_size=[3, 3], output_size=[4, 4],
+                    random_samples=g.tensor((2, 3, 2), low=0.0, high=0.99)), error="kernel_size", id="too-large")
+
+
+@cases("fractional_max_pool3d")
+def _fractional_max_pool3d(g):
+    for dt in FLOATS:
+        shape = (2, 3, 7, 8, 9) if dt not in NARROW else (1, 2, 6, 7, 8)
+        x = g.distinct(shape, torch.float64).to(dt)
+        u = g.tensor((shape[0], shape[1], 3), dt, low=0.0, high=0.99)
+        yield Case(dict(self=x, kernel_size=[2, 2, 3], output_size=[3, 4, 5], random_samples=u), id=str(dt)[6:])
+    yield Case(dict(self=g.distinct((3, 6, 7, 8)), kernel_size=[2, 2, 2], output_size=[4, 5, 3],
+                    random_samples=g.tensor((1, 3, 3), low=0.0, high=0.99)), id="unbatched")
+    yield Case(dict(self=g.distinct((1, 2, 4, 4, 4)), kernel_size=[2, 2, 2], output_size=[3, 3, 3],
+                    random_samples=g.tensor((1, 2, 3), low=0.0, high=0.99)), error="kernel_size", id="too-large")
+
+
+def _pooled(g, shape, dt, kernel, spatial):
+    """A max_pool result and its indices (distinct values, so indices are unique)."""
+    x = g.distinct(shape, torch.float64)
+    fn = torch.nn.functional.max_pool2d if spatial == 2 else torch.nn.functional.max_pool3d
+    y, i = fn(x, kernel, return_indices=True)
+    return y.to(dt), i
+
+
+@cases("max_unpool2d")
+def _max_unpool2d(g):
+    for dt in FLOATS:
+        y, i = _pooled(g, (2, 3, 8, 9), dt, 2, 2)
+        yield Case(dict(self=y, indices=i, output_size=[8, 9]), id=str(dt)[6:])
+    y, i = _pooled(g, (3, 6, 6), torch.float32, 3, 2)
+    yield Case(dict(self=y, indices=i, output_size=[7, 7]), id="unbatched-larger")
+    y, i = _pooled(g, (2, 5, 6, 6), torch.float32, 2, 2)
+    yield Case(dict(self=_cl(y), indices=_cl(i), output_size=[6, 6]), id="channels-last")
+    yield Case(dict(self=y, indices=i + 100, output_size=[6, 6]), error="indices", id="index-out-of-range")
+    yield Case(dict(self=y, indices=-i - 1, output_size=[6, 6]), error="indices", id="negative-index")
+    yield Case(dict(self=y, indices=i[:1], output_size=[6, 6]), error="indices", id="indices-shape")
+    yield Case(dict(self=y, indices=i.int(), output_size=[6, 6]), error="indices", id="indices-dtype")
+
+
+@cases("max_unpool3d")
+def _max_unpool3d(g):
+    for dt in FLOATS:
+        y, i = _pooled(g, (2, 3, 4, 6, 6), dt, 2, 3)
+        yield Case(dict(self=y, indices=i, output_size=[4, 6, 6], stride=[2, 2, 2], padding=[0, 0, 0]),
+                   id=str(dt)[6:])
+    y, i = _pooled(g, (3, 4, 4, 6), torch.float32, 2, 3)
+    yield Case(dict(self=y, indices=i, output_size=[5, 4, 6], stride=[2, 2, 2], padding=[0, 0, 0]), id="unbatched")
+    yield Case(dict(self=y, indices=i + 1000, output_size=[5, 4, 6], stride=[2, 2, 2], padding=[0, 0, 0]),
+               error="indices", id="index-out-of-range")
+
+
+# ---------------------------------------------------------------- products
+
+MM = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+MM_TOL = {torch.float32: dict(rtol=1e-4, atol=1e-4), torch.float64: {}, torch.bfloat16: dict(rtol=3e-2, atol=3e-2),
+          torch.float16: dict(rtol=1e-2, atol=1e-2)}
+
+
+def _mm_tol(dt):
+    return MM_TOL.get(dt, {})
+
+
+@cases("baddbmm_out")
+def _baddbmm(g):
+    for dt in MM + (torch.int64, torch.int32, torch.complex64):
+        yield Case(dict(out=torch.empty(3, 4, 5, dtype=dt), self=g.tensor((4, 5), dt), batch1=g.tensor((3, 4, 6), dt),
+                        batch2=g.tensor((3, 6, 5), dt), beta=0.5 if not dt.is_floating_point and not dt.is_complex else 0.5,
+                        alpha=2.0), id=str(dt)[6:], **_mm_tol(dt))
+    nan_self = torch.full((3, 4, 5), float("nan"))
+    yield Case(dict(out=torch.empty(3, 4, 5), self=nan_self, batch1=g.tensor((3, 4, 6)), batch2=g.tensor((3, 6, 5)),
+                    beta=0.0, alpha=1.0), id="beta0-nan-self", rtol=1e-4, atol=1e-4)
+    yield Case(dict(out=torch.empty(2, 3, 4), self=g.tensor((2, 1, 4)), batch1=g.tensor((2, 3, 0)),
+                    batch2=g.tensor((2, 0, 4)), beta=1.5, alpha=1.0), id="empty-k")
+    yield Case(dict(out=torch.empty(3, 4, 5), self=g.tensor((3, 4, 5)), batch1=g.tensor((3, 4, 6)),
+                    batch2=g.tensor((3, 7, 5)), beta=1.0, alpha=1.0), error="shape", id="mismatch")
+    yield Case(dict(out=torch.empty(3, 4, 5), self=g.tensor((3, 4)), batch1=g.tensor((3, 4, 6)),
+                    batch2=g.tensor((3, 6, 5)), beta=1.0, alpha=1.0), error="broadcast", id="bad-self")
+
+
+@cases("addbmm")
+def _addbmm(g):
+    for dt in MM + (torch.int64, torch.complex128):
+        yield Case(dict(self=g.tensor((4, 5), dt), batch1=g.tensor((3, 4, 6), dt), batch2=g.tensor((3, 6, 5), dt),
+                        beta=0.5, alpha=2.0), id=str(dt)[6:], **_mm_tol(dt))
+    yield Case(dict(self=g.tensor((5,)), batch1=g.tensor((2, 4, 3)), batch2=g.tensor((2, 3, 5)), beta=1.0, alpha=1.0),
+               id="broadcast-self", rtol=1e-4, atol=1e-4)
+    yield Case(dict(self=torch.full((4, 5), float("nan")), batch1=g.tensor((2, 4, 3)), batch2=g.tensor((2, 3, 5)),
+                    beta=0.0, alpha=1.0), id="beta0-nan-self", rtol=1e-4, atol=1e-4)
+    yield Case(dict(self=g.tensor((4, 5)), batch1=g.tensor((0, 4, 3)), batch2=g.tensor((0, 3, 5)), beta=2.0, alpha=1.0),
+               id="no-batches")
+    yield Case(dict(self=g.tensor((4, 5)), batch1=g.tensor((2, 4, 3)), batch2=g.tensor((3, 3, 5)), beta=1.0,
+                    alpha=1.0), error="shape", id="mismatch")
+
+
+@cases("addmv")
+def _addmv(g):
+    for dt in MM + (torch.int64, torch.complex64):
+        yield Case(dict(self=g.tensor((6,), dt), mat=g.tensor((6, 5), dt), vec=g.tensor((5,), dt), beta=0.5, alpha=2.0),
+                   id=str(dt)[6:], **_mm_tol(dt))
+    yield Case(dict(self=g.tensor(()), mat=g.tensor((6, 5)), vec=g.tensor((5,)), beta=1.0, alpha=1.0),
+               id="scalar-self", rtol=1e-4, atol=1e-4)
+    yield Case(dict(self=torch.full((6,), float("nan")), mat=g.tensor((6, 5)), vec=g.tensor((5,)), beta=0.0,
+                    alpha=1.0), id="beta0-nan-self", rtol=1e-4, atol=1e-4)
+    yield Case(dict(self=g.tensor((3,)), mat=g.tensor((3, 0)), vec=g.tensor((0,)), beta=1.0, alpha=1.0), id="empty-k")
+    yield Case(dict(self=g.tensor((6,)), mat=g.tensor((6, 5)), vec=g.tensor((4,)), beta=1.0, alpha=1.0),
+               error="shape", id="mismatch")
+
+
+@cases("_addmm_activation")
+def _addmm_activation(g):
+    for dt in MM:
+        for gelu in (False, True):
+            yield Case(dict(self=g.tensor((6,), dt), mat1=g.tensor((4, 5), dt), mat2=g.tensor((5, 6), dt), beta=0.5,
+                            alpha=2.0, use_gelu=gelu), id=f"{str(dt)[6:]}-{'gelu' if gelu else 'relu'}",
+                       **_mm_tol(dt))
+    yield Case(dict(self=g.tensor((4, 6), torch.int64), mat1=g.tensor((4, 5), torch.int64),
+                    mat2=g.tensor((5, 6), torch.int64), beta=1.0, alpha=1.0, use_gelu=False), id="int64-relu")
+    yield Case(dict(self=torch.full((4, 6), float("nan")), mat1=g.tensor((4, 5)), mat2=g.tensor((5, 6)), beta=0.0,
+                    alpha=1.0, use_gelu=False), id="beta0-nan-self", rtol=1e-4, atol=1e-4)
+    yield Case(dict(self=g.tensor((6,)), mat1=g.tensor((4, 5)), mat2=g.tensor((4, 6)), beta=1.0, alpha=1.0,
+                    use_gelu=True), error="shape", id="mismatch")
+
+
+def _int8(g, shape):
+    return g.tensor(shape, torch.int64, low=-128, high=128).to(torch.int8)
+
+
+def _int_mm_reference(out, self, mat2):
+    # ATen's CPU kernel refuses a non-contiguous out; the product is the same.
+    out.copy_(self.int() @ mat2.int())
+    return out
+
+
+@cases("_int_mm_out")
+def _int_mm(g):
+    yield Case(dict(out=torch.empty(17, 8, dtype=torch.int32), self=_int8(g, (17, 32)), mat2=_int8(g, (32, 8))),
+               reference=_int_mm_reference, id="int8")
+    yield Case(dict(out=torch.empty(3, 5, dtype=torch.int32), self=_int8(g, (3, 64)), mat2=_int8(g, (64, 5))),
+               reference=_int_mm_reference, id="small")
+    yield Case(dict(out=torch.empty(4, 6, dtype=torch.int32), self=torch.full((4, 300), 127, dtype=torch.int8),
+                    mat2=torch.full((300, 6), -128, dtype=torch.int8)), reference=_int_mm_reference, id="extremes")
+    yield Case(dict(out=torch.empty(3, 5, dtype=torch.int32), self=_int8(g, (3, 64)), mat2=_int8(g, (32, 5))),
+               error="shape", id="mismatch")
+    yield Case(dict(out=torch.empty(3, 5, dtype=torch.int64), self=_int8(g, (3, 64)), mat2=_int8(g, (64, 5))),
+               error="out", id="out-dtype")
+
+
+def _int8pack_reference(self, mat2, scales):
+    prod = self.float() @ mat2.float().t()
+    return (prod * scales.float()).to(self.dtype)
+
+
+@cases("_weight_int8pack_mm")
+def _weight_int8pack_mm(g):
+    for dt in (torch.float32, torch.bfloat16, torch.float16):
+        yield Case(dict(self=g.tensor((5, 16), dt), mat2=_int8(g, (7, 16)), scales=g.tensor((7,), dt)),
+                   reference=_int8pack_reference, id=str(dt)[6:], **_mm_tol(dt))
+    yield Case(dict(self=g.tensor((5, 16)), mat2=_int8(g, (7, 8)), scales=g.tensor((7,))), error="mat2", id="mismatch")
+    yield Case(dict(self=g.tensor((5, 16)), mat2=_int8(g, (7, 16)), scales=g.tensor((6,))), error="scales",
+               id="bad-scales")
+
+
+@cases("_fused_rms_norm")
+def _fused_rms_norm(g):
+    for dt in FLOATS:
+        yield Case(dict(input=g.tensor((2, 3, 8), dt), normalized_shape=[8], weight=g.tensor((8,), dt), eps=1e-5),
+                   id=str(dt)[6:], **_tol(dt, dict(rtol=2e-2, atol=2e-2)))
+    yield Case(dict(input=g.tensor((4, 3, 5)), normalized_shape=[3, 5], weight=None, eps=None), id="2-dims-no-weight")
+    yield Case(dict(input=g.tensor((4, 6), torch.float64) * 1e-5, normalized_shape=[6], weight=None, eps=None),
+               id="default-eps-float64")
+    yield Case(dict(input=g.tensor((4, 6), torch.bfloat16) * 0.01, normalized_shape=[6], weight=None, eps=None),
+               id="default-eps-bfloat16", rtol=2e-2, atol=2e-2)
+    yield Case(dict(input=g.tensor((6,)), normalized_shape=[6], weight=g.tensor((6,)), eps=1e-6), id="1d")
+    yield Case(dict(input=g.tensor((0, 6)), normalized_shape=[6], weight=None, eps=1e-6), id="empty")
+    yield Case(dict(input=g.tensor((4, 6)), normalized_shape=[5], weight=None, eps=1e-6), error="normalized_shape",
+               id="bad-shape")
+    yield Case(dict(input=g.tensor((4, 6)), normalized_shape=[6], weight=g.tensor((5,)), eps=1e-6), error="weight",
+               id="bad-weight")
+
+
+@cases("_cdist_forward")
+def _cdist(g):
+    for dt in (torch.float32, torch.float64):
+        for p in (0.0, 1.0, 2.0, 3.5, float("inf")):
+            a = g.tensor((5, 4), dt)
+            b = g.tensor((6, 4), dt)
+            if p == 0.0:
+                a, b = a.round(), b.round()
+            yield Case(dict(x1=a, x2=b, p=p, compute_mode=None), id=f"{str(dt)[6:]}-p{p}", rtol=1e-4, atol=1e-4)
+    for mode in (None, 0, 1, 2):
+        yield Case(dict(x1=g.tensor((2, 30, 4)), x2=g.tensor((2, 7, 4)), p=2.0, compute_mode=mode),
+                   id=f"mm-mode{mode}", rtol=1e-4, atol=1e-4)
+    yield Case(dict(x1=g.tensor((3, 5, 4), torch.float64), x2=g.tensor((3, 6, 4), torch.float64), p=2.0,
+                    compute_mode=1), id="mm-float64")
+    yield Case(dict(x1=g.tensor((2, 1, 3, 5)), x2=g.tensor((4, 6, 5)), p=1.0, compute_mode=None),
+               id="broadcast-batch", rtol=1e-4, atol=1e-4)
+    yield Case(dict(x1=g.tensor((0, 5)), x2=g.tensor((6, 5)), p=2.0, compute_mode=None), id="empty-rows")
+    yield Case(dict(x1=g.tensor((3, 0)), x2=g.tensor((6, 0)), p=2.0, compute_mode=None), id="empty-cols")
+    yield Case(dict(x1=g.tensor((3, 4)), x2=g.tensor((6, 5)), p=2.0, compute_mode=None), error="columns",
+               id="mismatch")
+    yield Case(dict(x1=g.tensor((3, 4)), x2=g.tensor((6, 4)), p=-1.0, compute_mode=None), error="'p'", id="negative-p")
+    yield Case(dict(x1=g.tensor((3, 4), torch.int64), x2=g.tensor((6, 4), torch.int64), p=2.0, compute_mode=None),
+               error="dtype", id="int")
+
+
+def _pdist_reference(self, p):
+    # ATen's CPU kernel refuses a non-contiguous input; the distances are the same.
+    return torch.ops.aten._pdist_forward(self.contiguous(), p)
+
+
+@cases("_pdist_forward")
+def _pdist(g):
+    for dt in (torch.float32, torch.float64):
+        for p in (0.0, 1.0, 2.0, 0.5, float("inf")):
+            x = g.tensor((6, 3), dt)
+            if p == 0.0:
+                x = x.round()
+            yield Case(dict(self=x, p=p), id=f"{str(dt)[6:]}-p{p}", rtol=1e-4, atol=1e-4, reference=_pdist_reference)
+    yield Case(dict(self=g.tensor((1, 3)), p=2.0), id="one-row", reference=_pdist_reference)
+    yield Case(dict(self=g.tensor((4, 0)), p=2.0), id="no-cols")
+    yield Case(dict(self=g.tensor((2, 3, 4)), p=2.0), error="2-d", id="bad-rank")
+
+
+@cases("_trilinear")
+def _trilinear(g):
+    # nn.Bilinear: out[b, o] = sum_ij x1[b, i] W[o, i, j] x2[b, j].
+    for dt in FLOATS + (torch.int64, torch.complex64):
+        yield Case(dict(i1=g.tensor((3, 4), dt), i2=g.tensor((5, 4, 6), dt), i3=g.tensor((3, 6), dt),
+                        expand1=[1, 3], expand2=[0], expand3=[1, 2], sumdim=[2, 3], unroll_dim=1), id=str(dt)[6:],
+                   **_tol(dt, dict(rtol=3e-2, atol=5e-2), dict(rtol=1e-4, atol=1e-4) if dt == torch.float32 else None))
+    yield Case(dict(i1=g.tensor((3, 4)), i2=g.tensor((5, 4, 6)), i3=g.tensor((3, 6)), expand1=[1, 3], expand2=[0],
+                    expand3=[1, 2], sumdim=[], unroll_dim=0), id="no-sum")
+    yield Case(dict(i1=g.tensor((3, 1)), i2=g.tensor((5, 4, 6)), i3=g.tensor((3, 6)), expand1=[1, 3], expand2=[0],
+                    expand3=[1, 2], sumdim=[3], unroll_dim=1), id="broadcast", rtol=1e-4, atol=1e-4)
+    yield Case(dict(i1=g.tensor((3, 4)), i2=g.tensor((5, 4, 6)), i3=g.tensor((3, 6)), expand1=[1, 3], expand2=[0],
+                    expand3=[1, 2], sumdim=[-1, -2], unroll_dim=1), id="negative-dims", rtol=1e-4, atol=1e-4)
+    yield Case(dict(i1=g.tensor((3, 4)), i2=g.tensor((5, 3, 6)), i3=g.tensor((3, 6)), expand1=[1, 3], expand2=[0],
+                    expand3=[1, 2], sumdim=[2, 3], unroll_dim=1), error="broadcast", id="mismatch")
+    yield Case(dict(i1=g.tensor((3, 4)), i2=g.tensor((5, 4, 6)), i3=g.tensor((3, 6)), expand1=[1, 3], expand2=[0],
+                    expand3=[1, 2], sumdim=[4], unroll_dim=1), error="sumdim", id="bad-sumdim")
