@@ -430,5 +430,7 @@ def _segment_reduce(g):
                     axis=0, unsafe=False, initial=None), error="not supported", id="indices")
     yield Case(dict(data=g.tensor((6,), torch.int64), reduce="sum", lengths=torch.tensor([6]), indices=None,
                     offsets=None, axis=0, unsafe=False, initial=None), error="expected a floating dtype", id="int-data")
+    yield Case(dict(data=torch.tensor(1.0), reduce="sum", lengths=torch.tensor([1]), indices=None, offsets=None,
+                    axis=0, unsafe=False, initial=None), error="'data' is 0-d", id="0d-data")
     yield Case(dict(data=g.tensor((6,)), reduce="median", lengths=torch.tensor([6]), indices=None, offsets=None,
                     axis=0, unsafe=False, initial=None), error="argument 'reduce'", id="bad-reduce")

@@ -114,7 +114,10 @@ AOTITorchError embedding_bag(const char* fn, AtenTensorHandle weight_h, AtenTens
     for (int64_t i = 0; i < n; ++i)
       if (idx[static_cast<size_t>(i)] == padding_idx) --bag_size[static_cast<size_t>(bag_of[static_cast<size_t>(i)])];
 
-    const std::vector<double> w = read_elements<double>(*weight);
+    // Only the rows the bags name are read (the table may be large).
+    const char* wbase = static_cast<const char*>(weight->data_ptr());
+    const int64_t wes = static_cast<int64_t>(element_size(wt)), ws0 = weight->stride(0), ws1 = weight->stride(1);
+    auto w_at = [&](int64_t v, int64_t j) { return read_element<double>(wbase + (v * ws0 + j * ws1) * wes, wt); };
     const std::vector<double> ps = psw ? read_elements<double>(*psw) : std::vector<double>{};
     std::vector<double> out(static_cast<size_t>(bags * dim), 0.0);
     std::vector<int64_t> max_idx;
@@ -125,7 +128,7 @@ AOTITorchError embedding_bag(const char* fn, AtenTensorHandle weight_h, AtenTens
         const int64_t v = idx[static_cast<size_t>(i)], b = bag_of[static_cast<size_t>(i)];
         if (v == padding_idx) continue;
         for (int64_t j = 0; j < dim; ++j) {
-          const double x = w[static_cast<size_t>(v * dim + j)];
+          const double x = w_at(v, j);
           double& cur = out[static_cast<size_t>(b * dim + j)];
           if (!seen[static_cast<size_t>(b)] || x > cur) {
             cur = x;
@@ -140,7 +143,7 @@ AOTITorchError embedding_bag(const char* fn, AtenTensorHandle weight_h, AtenTens
         if (v == padding_idx || !used[static_cast<size_t>(i)]) continue;
         const double scale = psw ? ps[static_cast<size_t>(i)] : 1.0;
         for (int64_t j = 0; j < dim; ++j)
-          out[static_cast<size_t>(b * dim + j)] += scale * w[static_cast<size_t>(v * dim + j)];
+          out[static_cast<size_t>(b * dim + j)] += scale * w_at(v, j);
       }
     }
     const int64_t out_sizes[2] = {bags, dim};

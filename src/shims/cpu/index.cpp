@@ -236,10 +236,30 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_index_Tensor(AtenTensorHandle sel
     const std::vector<int64_t> strides = result_strides(plan, *self);
     KILN_ASSIGN_OR_RETURN(Tensor out, Tensor::empty_strided(plan.result_sizes, strides, self->dtype(),
                                                             Device{DeviceType::CPU, 0}));
-    const std::vector<int64_t> offs = selected_offsets(plan, *self);
     const int64_t es = static_cast<int64_t>(element_size(self->dtype()));
     const char* src = static_cast<const char*>(self->data_ptr());
     char* dst = static_cast<char*>(out.data_ptr());
+    // Gathering whole rows (x[idx] on an embedding table): the unindexed
+    // trailing dims are one contiguous block in self and in the result.
+    std::vector<int64_t> post_sizes, post_strides;
+    for (int64_t j : plan.post_dims) {
+      post_sizes.push_back(self->size(j));
+      post_strides.push_back(self->stride(j));
+    }
+    int64_t row = 1;
+    for (int64_t x : post_sizes) row *= x;
+    bool rows = row > 1 && strides == contiguous_strides(plan.result_sizes);
+    const std::vector<int64_t> post_contig = contiguous_strides(post_sizes);
+    for (size_t j = 0; rows && j < post_sizes.size(); ++j) rows = post_sizes[j] == 1 || post_strides[j] == post_contig[j];
+    if (rows) {
+      IndexPlan heads = plan;
+      heads.post_dims.clear();
+      const std::vector<int64_t> offs = selected_offsets(heads, *self);
+      const size_t bytes = static_cast<size_t>(row * es);
+      for (size_t k = 0; k < offs.size(); ++k) std::memcpy(dst + k * bytes, src + offs[k] * es, bytes);
+      return return_tensor(std::move(out), ret0, "ret0");
+    }
+    const std::vector<int64_t> offs = selected_offsets(plan, *self);
     for_each_offset(plan.result_sizes, strides, [&](int64_t k, int64_t off) {
       std::memcpy(dst + off * es, src + offs[static_cast<size_t>(k)] * es, static_cast<size_t>(es));
     });

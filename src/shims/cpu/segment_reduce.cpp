@@ -61,6 +61,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_segment_reduce(AtenTensorHandle d
     const Tensor& seg = lengths ? *lengths : *offsets;
     const char* seg_name = lengths ? "lengths" : "offsets";
     KILN_RETURN_IF_ERROR(index_dtype_check(seg, seg_name));
+    if (data->dim() == 0) return aoti::invalid("argument 'data' is 0-d, expected at least one dimension");
     KILN_ASSIGN_OR_RETURN(int64_t ax, wrap_dim(axis, data->dim(), "axis"));
     if (seg.dim() != ax + 1)
       return aoti::invalid(std::string("argument 'axis' is ") + std::to_string(axis) + ", expected the last dimension of '" +
