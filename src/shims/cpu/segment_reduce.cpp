@@ -85,10 +85,10 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_segment_reduce(AtenTensorHandle d
         for (int64_t s = 0; s < segments; ++s) {
           const int64_t len = sv[static_cast<size_t>(o * segments + s)];
           if (len < 0) return aoti::invalid("argument 'lengths' contains a negative value " + std::to_string(len));
-          st[s + 1] = st[s] + len;
-          if (st[s + 1] > width)
+          if (len > width - st[s])
             return aoti::invalid("argument 'lengths' sums past data.size(" + std::to_string(ax) + ") = " +
                                  std::to_string(width));
+          st[s + 1] = st[s] + len;
         }
       } else {
         for (int64_t s = 0; s <= segments; ++s) {
