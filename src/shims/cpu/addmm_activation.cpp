@@ -34,7 +34,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__addmm_activation(AtenTensorHandl
       return set_error(Error::NotSupported, std::string("dtype ") + dtype_name(dt) + " is not supported" +
                                                 (use_gelu ? " with use_gelu" : ""));
     const std::vector<int64_t> sizes{a->size(0), b->size(1)};
-    KILN_ASSIGN_OR_RETURN(Tensor init, broadcast_arg(*s, sizes, "self"));
+    KILN_ASSIGN_OR_RETURN(Tensor init, broadcast_view(*s, sizes, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(sizes, dt));
     KILN_RETURN_IF_ERROR(matmul(result, &init, *a, *b, beta, alpha, 0));
     KILN_RETURN_IF_ERROR(visit_kind(dt, [&](auto tag) -> Error {

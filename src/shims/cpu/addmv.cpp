@@ -27,7 +27,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addmv(AtenTensorHandle self, Aten
     KILN_RETURN_IF_ERROR(same_dtype(*v, s->dtype(), "vec"));
     const int64_t n = a->size(0), m = a->size(1);
     const std::vector<int64_t> sizes{n};
-    KILN_ASSIGN_OR_RETURN(Tensor init1, broadcast_arg(*s, sizes, "self"));
+    KILN_ASSIGN_OR_RETURN(Tensor init1, broadcast_view(*s, sizes, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(sizes, s->dtype()));
     const Tensor out2(result.storage(), result.dtype(), {n, 1}, {1, 1}, 0);
     const Tensor init2(init1.storage(), init1.dtype(), {n, 1}, {init1.stride(0), 1}, init1.storage_offset());

@@ -55,7 +55,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_baddbmm_out(AtenTensorHandle out,
     KILN_RETURN_IF_ERROR(same_dtype(*o, s->dtype(), "out"));
     const std::vector<int64_t> sizes{b1->size(0), b1->size(1), b2->size(2)};
     KILN_RETURN_IF_ERROR(expect_shape(*o, sizes, "out"));
-    KILN_ASSIGN_OR_RETURN(Tensor init, broadcast_arg(*s, sizes, "self"));
+    KILN_ASSIGN_OR_RETURN(Tensor init, broadcast_view(*s, sizes, "self"));
     return matmul(*o, &init, *b1, *b2, beta, alpha, 1);
   });
 }
@@ -70,7 +70,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addbmm(AtenTensorHandle self, Ate
     KILN_RETURN_IF_ERROR(check_batches(*b1, *b2, s->dtype()));
     const int64_t batches = b1->size(0), n = b1->size(1), m = b1->size(2), p = b2->size(2);
     const std::vector<int64_t> sizes{n, p};
-    KILN_ASSIGN_OR_RETURN(Tensor init, broadcast_arg(*s, sizes, "self"));
+    KILN_ASSIGN_OR_RETURN(Tensor init, broadcast_view(*s, sizes, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(sizes, s->dtype()));
     // batch1 stored as (n, B, m) and batch2 as (B, m, p) make the sum over the batch one inner dimension.
     KILN_ASSIGN_OR_RETURN(Tensor a3, permuted_copy(*b1, {1, 0, 2}));

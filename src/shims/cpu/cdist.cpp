@@ -142,8 +142,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__cdist_forward(AtenTensorHandle x
     s1.insert(s1.end(), {rows1, m});
     s2.insert(s2.end(), {rows2, m});
     so.insert(so.end(), {rows1, rows2});
-    KILN_ASSIGN_OR_RETURN(Tensor e1, broadcast_arg(*a, s1, "x1"));
-    KILN_ASSIGN_OR_RETURN(Tensor e2, broadcast_arg(*b, s2, "x2"));
+    KILN_ASSIGN_OR_RETURN(Tensor e1, broadcast_view(*a, s1, "x1"));
+    KILN_ASSIGN_OR_RETURN(Tensor e2, broadcast_view(*b, s2, "x2"));
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(so, a->dtype()));
     if (result.numel() == 0) return return_tensor(std::move(result), ret0, "ret0");
     const int64_t mode = compute_mode ? *compute_mode : 0;

@@ -113,25 +113,6 @@ inline std::vector<int64_t> reduced_sizes(std::span<const int64_t> sizes, int64_
     else if (keepdim) out.push_back(1);
   }
   return out;
-/// A view of `t` broadcast to `sizes` (stride 0 on broadcast dims), or an
-/// error naming argument `name`.
-inline Result<Tensor> broadcast_arg(const Tensor& t, std::span<const int64_t> sizes, const char* name) {
-  const size_t rank = sizes.size(), own = t.sizes().size();
-  auto refuse = [&] {
-    return aoti::invalid(std::string("argument '") + name + "' of shape " + aoti::shape_string(t.sizes()) +
-                         " does not broadcast to " + aoti::shape_string(sizes));
-  };
-  if (own > rank) return refuse();
-  std::vector<int64_t> strides(rank, 0);
-  for (size_t i = 0; i < own; ++i) {
-    const size_t d = rank - own + i;
-    if (t.sizes()[i] == sizes[d])
-      strides[d] = t.strides()[i];
-    else if (t.sizes()[i] != 1)
-      return refuse();
-  }
-  return Tensor(t.storage(), t.dtype(), std::vector<int64_t>(sizes.begin(), sizes.end()), strides,
-                t.storage_offset());
 }
 
 }  // namespace kiln::cpu
