@@ -4,3 +4,4 @@ import cases_attention  # noqa: F401
 import cases_convolution  # noqa: F401
 import cases_matmul  # noqa: F401
 import cases_scan  # noqa: F401
+import cases_complex  # noqa: F401
