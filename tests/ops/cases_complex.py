@@ -344,7 +344,8 @@ def _slice(g):
     x = g.tensor((7, 5))
     big = 2**62
     for dim, start, end, step in [(0, None, None, 1), (0, 1, 5, 2), (1, -3, None, 1), (0, None, -2, 3), (0, 5, 2, 1),
-                                  (1, -100, big, 2), (0, 7, None, 1), (-1, 2, 3, 1), (0, 3, big, 10)]:
+                                  (1, -100, big, 2), (0, 7, None, 1), (-1, 2, 3, 1), (0, 3, big, 10),
+                                  (0, 2, None, 2**40)]:
         yield Case(dict(self=x, dim=dim, start=start, end=end, step=step), alias="self",
                    id=f"d{dim}-{start}-{end}-{step}")
     yield Case(dict(self=g.tensor((4, 3), torch.complex64).t(), dim=1, start=1, end=None, step=2), alias="self",

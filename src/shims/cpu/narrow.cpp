@@ -22,8 +22,12 @@ Error slice_view(const Tensor& t, int64_t d, int64_t start, int64_t end, int64_t
   start = std::clamp<int64_t>(start, 0, size);
   end = std::clamp<int64_t>(end, start, size);
   std::vector<int64_t> sizes = t.sizes(), strides = t.strides();
-  sizes[static_cast<size_t>(d)] = (end - start + step - 1) / step;
-  strides[static_cast<size_t>(d)] *= step;
+  const int64_t n = end == start ? 0 : (end - start - 1) / step + 1;
+  sizes[static_cast<size_t>(d)] = n;
+  // With one element or none the stride is never used; skipping the product
+  // keeps a huge step from overflowing it.
+  if (n > 1 && __builtin_mul_overflow(strides[static_cast<size_t>(d)], step, &strides[static_cast<size_t>(d)]))
+    return aoti::invalid("argument 'step' " + std::to_string(step) + " overflows the stride");
   KILN_ASSIGN_OR_RETURN(Tensor v, t.make_view(sizes, strides, t.storage_offset() + start * t.stride(d)));
   return return_tensor(std::move(v), ret0, "ret0");
 }

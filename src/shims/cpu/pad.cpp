@@ -4,7 +4,9 @@
 //   constant  - `value` (0 when absent) outside the input, any rank/dtype;
 //   reflect   - mirror without repeating the edge (amounts < the size);
 //   replicate - repeat the edge element;
-//   circular  - wrap around (after cropping by negative amounts).
+//   circular  - wrap around (after cropping by negative amounts); an amount
+//               larger than what the crop leaves is refused (ATen's kernel
+//               fails or reads uninitialised memory there).
 // The non-constant modes take 2, 4 or 6 amounts on a tensor of one or two
 // more dimensions (unbatched or batched), and no value. Every mode works on
 // any dtype by copying elements. Layout: channels-last for a channels-last
@@ -129,37 +131,6 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_pad(AtenTensorHandle self, const 
         return aoti::invalid("Padding size " + std::to_string(np) + " is not supported for " +
                              std::to_string(nd) + "D input tensor.");
     }
-    std::vector<int64_t> out_sizes = t->sizes();
-    std::vector<std::vector<int64_t>> maps(static_cast<size_t>(nd));
-    bool any_positive = false;
-    for (int64_t k = 0; k < np / 2; ++k) {
-      const int64_t d = nd - 1 - k;
-      const int64_t n = t->size(d), before = amounts[static_cast<size_t>(2 * k)],
-                    after = amounts[static_cast<size_t>(2 * k + 1)];
-      any_positive = any_positive || before > 0 || after > 0;
-      const int64_t out = n + before + after;
-      const std::string where =
-          " at dimension " + std::to_string(d) + " of input " + aoti::shape_string(t->sizes());
-      if (md == Mode::Reflect && (before >= n || after >= n))
-        return aoti::invalid(
-            "Padding size should be less than the corresponding input dimension, but got: padding (" +
-            std::to_string(before) + ", " + std::to_string(after) + ")" + where);
-      if (md == Mode::Circular && (before > n || after > n))
-        return aoti::invalid("Padding value causes wrapping around more than once" + where);
-      if (md == Mode::Reflect || md == Mode::Replicate) {
-        if (out < 1)
-          return aoti::invalid("input is too small" + where + ": the output size would be " +
-                               std::to_string(out));
-      }
-      if (out < 0)
-        return aoti::invalid("padding (" + std::to_string(before) + ", " + std::to_string(after) +
-                             ") gives a negative size" + where);
-      if (md == Mode::Circular && n + std::min<int64_t>(before, 0) + std::min<int64_t>(after, 0) <= 0 &&
-          out > 0)
-        return aoti::invalid("Padding value causes wrapping around more than once" + where);
-      out_sizes[static_cast<size_t>(d)] = out;
-      maps[static_cast<size_t>(d)] = index_map(md, n, before, after);
-    }
     if (md == Mode::Reflect || md == Mode::Replicate) {
       // The batch dimension (when present) may be 0; the others may not.
       for (int64_t d = nd == np / 2 + 2 ? 1 : 0; d < nd; ++d)
@@ -169,6 +140,44 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_pad(AtenTensorHandle self, const 
               "input, but got: " +
               aoti::shape_string(t->sizes()));
     }
+    std::vector<int64_t> out_sizes = t->sizes();
+    std::vector<std::vector<int64_t>> maps(static_cast<size_t>(nd));
+    bool any_positive = false;
+    bool all_outputs_empty = true;
+    for (int64_t k = 0; k < np / 2; ++k) {
+      const int64_t d = nd - 1 - k;
+      const int64_t n = t->size(d), before = amounts[static_cast<size_t>(2 * k)],
+                    after = amounts[static_cast<size_t>(2 * k + 1)];
+      any_positive = any_positive || before > 0 || after > 0;
+      int64_t out = 0;
+      if (__builtin_add_overflow(n, before, &out) || __builtin_add_overflow(out, after, &out))
+        return aoti::invalid("padding (" + std::to_string(before) + ", " + std::to_string(after) +
+                             ") overflows the size of dimension " + std::to_string(d));
+      const std::string where =
+          " at dimension " + std::to_string(d) + " of input " + aoti::shape_string(t->sizes());
+      if (md == Mode::Reflect && (before >= n || after >= n))
+        return aoti::invalid(
+            "Padding size should be less than the corresponding input dimension, but got: padding (" +
+            std::to_string(before) + ", " + std::to_string(after) + ")" + where);
+      // What is left of the dimension after negative amounts crop it.
+      const int64_t kept = n + std::min<int64_t>(before, 0) + std::min<int64_t>(after, 0);
+      if (md == Mode::Constant && (n + std::min<int64_t>(before, 0) < 0 || kept < 0))
+        return aoti::invalid("padding (" + std::to_string(before) + ", " + std::to_string(after) +
+                             ") crops more than the size" + where);
+      if (md == Mode::Circular && (before > n || after > n || (out > 0 && (before > kept || after > kept))))
+        return aoti::invalid("Padding value causes wrapping around more than once" + where);
+      if (out < 0)
+        return aoti::invalid("padding (" + std::to_string(before) + ", " + std::to_string(after) +
+                             ") gives a negative size" + where);
+      all_outputs_empty = all_outputs_empty && out < 1;
+      out_sizes[static_cast<size_t>(d)] = out;
+      maps[static_cast<size_t>(d)] = index_map(md, n, before, after);
+    }
+    // As ATen's reflection/replication kernels: an empty padded dimension is
+    // accepted as long as one of them is not.
+    if ((md == Mode::Reflect || md == Mode::Replicate) && all_outputs_empty)
+      return aoti::invalid("input " + aoti::shape_string(t->sizes()) +
+                           " is too small: every padded dimension of the output would be empty");
     std::vector<int64_t> strides;
     if (md != Mode::Circular && strides_like_channels_last(*t))
       strides = channels_last_strides(out_sizes);
