@@ -152,6 +152,7 @@ PROMOTIONS = [
     (torch.int32, torch.float64, ()),          # ...but one of a higher kind sets the dtype
     (torch.int32, torch.complex128, ()),
     (torch.float32, torch.complex128, ()),     # float32 with a 0-d complex128 gives complex64
+    (torch.bfloat16, torch.complex128, ()),    # ...and so does bfloat16
     (torch.float32, torch.complex64, (3, 4)),
     (torch.float64, torch.complex64, (3, 4)),  # complex128
     (torch.bfloat16, torch.complex64, (3, 4)),
@@ -458,6 +459,12 @@ def _pad(g):
                id="circular-too-wide")
     yield Case(dict(self=g.tensor((3, 4)), pad=[-2, -2], mode="replicate", value=None), error="too small",
                id="replicate-to-empty")
+    yield Case(dict(self=g.tensor((1, 3, 4)), pad=[-2, 2, -2, -1], mode="reflect", value=None), id="reflect-one-dim-empty")
+    yield Case(dict(self=g.tensor((1, 3, 4)), pad=[1, -2, -3, 0], mode="replicate", value=None),
+               id="replicate-one-dim-empty")
+    yield Case(dict(self=g.tensor((2, 3)), pad=[-4, 2], mode="constant", value=None), error="crops more than", id="constant-over-crop")
+    yield Case(dict(self=g.tensor((2, 4)), pad=[-2, 3], mode="circular", value=None), error="wrapping around more than once",
+               id="circular-wraps-cropped")
     yield Case(dict(self=g.tensor((3, 4)), pad=[1], mode="constant", value=None), error="divisible by 2", id="odd")
     yield Case(dict(self=g.tensor((3, 4)), pad=[1, 1, 1, 1, 1, 1], mode="constant", value=None), error="two times",
                id="too-long")

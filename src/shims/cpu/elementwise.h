@@ -31,12 +31,13 @@ class ResultType {
   }
 
   /// The result dtype, or an error when it would be a dtype Kiln lacks
-  /// (complex32, from float16 with a 0-d complex tensor).
+  /// (complex32, from a float16 tensor with a 0-d complex one).
   Result<DType> dtype() const {
     std::optional<DType> lower = combine(zero_dim_, wrapped_);
     if (!lower && !dim_) return aoti::invalid("no operand to take a result dtype from");
     if (dim_ && lower && !is_complex(*dim_) && is_complex(*lower) && is_floating(*dim_)) {
-      if (*dim_ == DType::Float32) return DType::Complex64;
+      // ATen maps bfloat16 to complex64 here (there is no complex bfloat16).
+      if (*dim_ == DType::Float32 || *dim_ == DType::BFloat16) return DType::Complex64;
       if (*dim_ == DType::Float64) return DType::Complex128;
       return aoti::invalid(std::string("the result dtype would be the complex type of ") + dtype_name(*dim_) +
                            ", which Kiln does not support");
@@ -54,8 +55,8 @@ class ResultType {
     if (is_complex(*lower)) {
       if (is_floating(*higher)) {
         if (*higher == DType::Float64) return DType::Complex128;
-        if (*higher == DType::Float32) return DType::Complex64;
-        return lower;  // float16/bfloat16: complex32 is refused in dtype()
+        if (*higher == DType::Float32 || *higher == DType::BFloat16) return DType::Complex64;
+        return lower;  // float16: complex32 is refused in dtype()
       }
       return lower;
     }
