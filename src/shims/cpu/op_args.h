@@ -115,4 +115,37 @@ inline std::vector<int64_t> reduced_sizes(std::span<const int64_t> sizes, int64_
   return out;
 }
 
+/// The TensorOptions arguments of a factory op (dtype, layout, device,
+/// pin_memory, each nullable): the dtype (`fallback` when absent), or an
+/// error unless layout is strided, the device the CPU and pin_memory false.
+inline Result<DType> factory_options(const int32_t* dtype, const int32_t* layout, const int32_t* device,
+                                     const int32_t* pin_memory, DType fallback) {
+  KILN_ASSIGN_OR_RETURN(std::optional<DType> dt, optional_dtype_arg(dtype, "dtype"));
+  if (layout != nullptr && *layout != 0)
+    return aoti::invalid("argument 'layout' is " + std::to_string(*layout) + ", only strided (0) is supported");
+  if (device != nullptr && *device != static_cast<int32_t>(DeviceType::CPU))
+    return aoti::invalid("argument 'device' is device type " + std::to_string(*device) + ", expected cpu");
+  if (pin_memory != nullptr && *pin_memory != 0)
+    return aoti::invalid("argument 'pin_memory' is true, which a CPU fallback cannot provide");
+  return dt ? *dt : fallback;
+}
+
+/// A view of `t`'s storage with another dtype and geometry (offset and
+/// strides in elements of `dtype`), or an error if it would reach outside the
+/// storage. Tensor::make_view keeps the dtype; view_dtype, view_as_real and
+/// view_as_complex reinterpret it.
+inline Result<Tensor> retyped_view(const Tensor& t, DType dtype, std::span<const int64_t> sizes,
+                                   std::span<const int64_t> strides, int64_t storage_offset) {
+  KILN_ASSIGN_OR_RETURN(int64_t bytes, strided_extent_bytes(sizes, strides, dtype));
+  const auto elem = static_cast<int64_t>(element_size(dtype));
+  int64_t end = 0;
+  if (storage_offset < 0 || (bytes > 0 && (__builtin_mul_overflow(storage_offset, elem, &end) ||
+                                           __builtin_add_overflow(end, bytes, &end) ||
+                                           end > static_cast<int64_t>(t.storage()->nbytes()))))
+    return aoti::invalid("the view (offset " + std::to_string(storage_offset) + ", " + std::to_string(bytes) +
+                         " bytes) reaches past its storage of " + std::to_string(t.storage()->nbytes()) + " bytes");
+  return Tensor(t.storage(), dtype, std::vector<int64_t>(sizes.begin(), sizes.end()),
+                std::vector<int64_t>(strides.begin(), strides.end()), storage_offset);
+}
+
 }  // namespace kiln::cpu
