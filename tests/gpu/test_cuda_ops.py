@@ -53,7 +53,7 @@ def test_staged_op_refuses_to_be_recorded_in_a_cuda_graph(lib):
     from op_inventory import host_staged
     from shim_caller import KilnError, call_shim
 
-    function = "aoti_torch_cuda_sort"
+    function = "aoti_torch_cuda_cummax"
     assert function in host_staged()
     x = torch.randn(4, 5, device="cuda")
     torch.cuda.synchronize()
@@ -66,7 +66,7 @@ def test_staged_op_refuses_to_be_recorded_in_a_cuda_graph(lib):
             "create_cuda_stream_guard")
         try:
             with pytest.raises(KilnError) as info:
-                call_shim(lib, function, DEVICE, dict(self=x, dim=1, descending=0))
+                call_shim(lib, function, DEVICE, dict(self=x, dim=1))
         finally:
             lib.ops.aoti_torch_delete_cuda_stream_guard(guard)
     assert f"{function} runs through the host on CUDA and cannot be recorded in a CUDA graph" in str(info.value)
