@@ -42,6 +42,12 @@ def kiln_functions(device: str) -> set[str]:
     return names
 
 
+def host_staged() -> set[str]:
+    """CUDA ops that run the CPU op on host copies of their tensors (src/shims/cuda/host_staged_ops.inc)."""
+    text = (ROOT / "src/shims/cuda/host_staged_ops.inc").read_text()
+    return {f"aoti_torch_cuda_{m}" for m in re.findall(r"^KILN_HOST_STAGED\((\w+),", text, re.M)}
+
+
 def implemented(device: str) -> list[str]:
     """Header functions Kiln defines on `device`."""
     return sorted(set(header_functions(device)) & kiln_functions(device))

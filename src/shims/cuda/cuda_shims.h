@@ -45,6 +45,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_alloc(uint
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(void* ptr);
 
 // ---- Fallback ops (one file per op in this directory) --------------------------
+// The ops that run Kiln's CPU op on host copies until they have CUDA code of
+// their own are declared in host_staged.h.
 /// Kiln's fused op kiln::rms_norm_linear: *ret0 = linear(rms_norm(x) * (norm_weight +
 /// weight_offset), weight), at most 4 rows of x (the GEMV kernel's RMSNorm prologue).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_rms_norm_linear(AtenTensorHandle x, AtenTensorHandle norm_weight,
