@@ -92,17 +92,24 @@ class KilnError(RuntimeError):
 
 class _Renamed:
     """libkiln exports each aoti_torch_* shim as kiln_torch_* (the same length: it rewrites a
-    model library's imports to these names, so Kiln's and libtorch's models can share a process)."""
+    model library's imports to these names, so Kiln's and libtorch's models can share a process).
+    Names are looked up in each library in turn (the CUDA plugin, then libkiln, which defines the
+    device-neutral ops such as views for every device)."""
 
-    def __init__(self, lib: ctypes.CDLL):
-        self._lib = lib
+    def __init__(self, *libs: ctypes.CDLL):
+        self._libs = libs
 
     def __getattr__(self, name: str):
         if name.startswith("aoti_torch_"):
             name = "kiln_torch_" + name[len("aoti_torch_"):]
-        fn = getattr(self._lib, name)
-        setattr(self, name, fn)
-        return fn
+        for lib in self._libs:
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                continue
+            setattr(self, name, fn)
+            return fn
+        raise AttributeError(name)
 
 
 class ShimLibrary:
@@ -111,8 +118,9 @@ class ShimLibrary:
     def __init__(self, path: str, ops_path: str | None = None):
         """`path`: libkiln.so (tensor handles, CPU ops); `ops_path`: the library defining the ops
         under test when not libkiln (libkiln_cuda.so, which libkiln must have loaded already)."""
-        self.lib = _Renamed(ctypes.CDLL(path))
-        self.ops = _Renamed(ctypes.CDLL(ops_path)) if ops_path else self.lib
+        base = ctypes.CDLL(path)
+        self.lib = _Renamed(base)
+        self.ops = _Renamed(ctypes.CDLL(ops_path), base) if ops_path else self.lib
         lib = self.lib
         lib.kiln_last_error_message.restype = ctypes.c_char_p
         lib.aoti_torch_create_tensor_from_blob.argtypes = [

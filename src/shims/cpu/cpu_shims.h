@@ -6,6 +6,7 @@
 #pragma once
 
 #include "shims/common/shim_abi.h"
+#include "shims/common/views/view_shims.h"
 
 extern "C" {
 
@@ -343,10 +344,6 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__fft_r2c(AtenTensorHandle self, c
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__fft_c2c(AtenTensorHandle self, const int64_t* dim,
                                                         int64_t dim_len_, int64_t normalization,
                                                         int32_t forward, AtenTensorHandle* ret0);
-/// complex tensor seen as (real, imag) pairs: a view sharing self's storage.
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_view_as_real(AtenTensorHandle self, AtenTensorHandle* ret0);
-/// float pairs (last dim 2) seen as complex: a view sharing self's storage.
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_view_as_complex(AtenTensorHandle self, AtenTensorHandle* ret0);
 /// |self|; complex gives the real dtype.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_abs(AtenTensorHandle self, AtenTensorHandle* ret0);
 /// argument of each element; complex gives the real dtype, integers float32.
@@ -386,25 +383,6 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_hann_window(int64_t window_length
                                                            AtenTensorHandle* ret0);
 /// sets every element of self to value (in place).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_fill__Scalar(AtenTensorHandle self, double value);
-/// view of [start, start + length) along dim.
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_narrow(AtenTensorHandle self, int64_t dim, int64_t start,
-                                                      int64_t length, AtenTensorHandle* ret0);
-/// view with dimensions reordered.
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_permute(AtenTensorHandle self, const int64_t* dims,
-                                                       int64_t dims_len_, AtenTensorHandle* ret0);
-/// self with a new shape: a view when ATen's would be, else a contiguous copy.
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_reshape(AtenTensorHandle self, const int64_t* shape,
-                                                       int64_t shape_len_, AtenTensorHandle* ret0);
-/// view of start:end:step along dim.
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_slice_Tensor(AtenTensorHandle self, int64_t dim,
-                                                            int64_t* start, int64_t* end, int64_t step,
-                                                            AtenTensorHandle* ret0);
-/// view without dim when its size is 1.
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_squeeze_dim(AtenTensorHandle self, int64_t dim,
-                                                           AtenTensorHandle* ret0);
-/// the same bytes seen as another dtype (a view).
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_view_dtype(AtenTensorHandle self, int32_t dtype,
-                                                          AtenTensorHandle* ret0);
 /// constant/reflect/replicate/circular padding of the last dimensions.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_pad(AtenTensorHandle self, const int64_t* pad,
                                                    int64_t pad_len_, const char* mode, double* value,

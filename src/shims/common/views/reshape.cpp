@@ -3,15 +3,13 @@
 // the new shape can be expressed with strides over the same memory (ATen's
 // computeStride: each run of dimensions that is contiguous in memory can be
 // split or merged), and a contiguous copy only otherwise.
-#include <cstring>
 #include <optional>
 
-#include "devices/cpu/strided_index.h"
-#include "shims/cpu/cpu_shims.h"
-#include "shims/cpu/op_args.h"
+#include "shims/common/views/view_shims.h"
+#include "shims/common/op_util.h"
 
 using namespace kiln;
-using namespace kiln::cpu;
+using namespace kiln::aoti;
 
 namespace {
 
@@ -21,18 +19,18 @@ Result<std::vector<int64_t>> infer_shape(std::span<const int64_t> shape, int64_t
   int64_t known = 1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
-      if (infer) return aoti::invalid("only one dimension can be inferred");
+      if (infer) return invalid("only one dimension can be inferred");
       infer = i;
     } else if (out[i] < 0) {
-      return aoti::invalid("invalid shape dimension " + std::to_string(out[i]) + " at index " +
+      return invalid("invalid shape dimension " + std::to_string(out[i]) + " at index " +
                            std::to_string(i) + " of shape " + aoti::shape_string(shape));
     } else if (__builtin_mul_overflow(known, out[i], &known)) {
-      return aoti::invalid("shape " + aoti::shape_string(shape) + " has too many elements");
+      return invalid("shape " + aoti::shape_string(shape) + " has too many elements");
     }
   }
   if (infer) {
     if (known == 0)
-      return aoti::invalid("cannot reshape tensor of 0 elements into shape " + aoti::shape_string(shape) +
+      return invalid("cannot reshape tensor of 0 elements into shape " + aoti::shape_string(shape) +
                            " because the unspecified dimension size -1 can be any value and is ambiguous");
     if (numel % known == 0) {
       out[*infer] = numel / known;
@@ -41,7 +39,7 @@ Result<std::vector<int64_t>> infer_shape(std::span<const int64_t> shape, int64_t
   } else if (known == numel) {
     return out;
   }
-  return aoti::invalid("shape '" + aoti::shape_string(shape) + "' is invalid for input of size " +
+  return invalid("shape '" + aoti::shape_string(shape) + "' is invalid for input of size " +
                        std::to_string(numel));
 }
 
@@ -90,27 +88,54 @@ std::optional<std::vector<int64_t>> view_strides(const std::vector<int64_t>& old
 
 }  // namespace
 
-extern "C" {
+namespace {
 
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_reshape(AtenTensorHandle self, const int64_t* shape,
+template <DeviceType kDevice>
+AOTITorchError reshape_on(const char* fn, AtenTensorHandle self, const int64_t* shape,
                                                        int64_t shape_len_, AtenTensorHandle* ret0) {
-  return aoti::guarded("aoti_torch_cpu_reshape", [&]() -> Error {
-    KILN_ASSIGN_OR_RETURN(Tensor * t, cpu_tensor_arg(self, "self"));
-    KILN_ASSIGN_OR_RETURN(std::span<const int64_t> raw, aoti::int_array_arg(shape, shape_len_, "shape"));
+  return guarded(fn, [&]() -> Error {
+    KILN_ASSIGN_OR_RETURN(Tensor * t, device_tensor_arg(self, "self", kDevice));
+    KILN_ASSIGN_OR_RETURN(std::span<const int64_t> raw, int_array_arg(shape, shape_len_, "shape"));
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> sizes, infer_shape(raw, t->numel()));
     if (std::optional<std::vector<int64_t>> strides = view_strides(t->sizes(), t->strides(), sizes)) {
       KILN_ASSIGN_OR_RETURN(Tensor v, t->make_view(sizes, *strides, t->storage_offset()));
       return return_tensor(std::move(v), ret0, "ret0");
     }
-    KILN_ASSIGN_OR_RETURN(Tensor out, new_cpu_tensor(sizes, t->dtype()));
-    const auto elem = static_cast<int64_t>(element_size(t->dtype()));
-    const char* src = static_cast<const char*>(t->data_ptr());
-    char* dst = static_cast<char*>(out.data_ptr());
-    for_each_offset(t->sizes(), t->strides(), [&](int64_t k, int64_t off) {
-      std::memcpy(dst + k * elem, src + off * elem, static_cast<size_t>(elem));
-    });
-    return return_tensor(std::move(out), ret0, "ret0");
+    // Not viewable: a contiguous copy on the tensor's device, through the
+    // allocation and copy shims so a CUDA copy is ordered on the current stream.
+    const std::vector<int64_t> dense = contiguous_strides(sizes);
+    AtenTensorHandle out = nullptr;
+    if (aoti_torch_empty_strided(static_cast<int64_t>(sizes.size()), sizes.data(), dense.data(),
+                                 static_cast<int32_t>(t->dtype()), static_cast<int32_t>(t->device().type),
+                                 t->device().index, &out) != 0)
+      return set_error(Error::OutOfMemory, "allocating the reshaped copy: " + last_error_message());
+    Tensor* copy = from_handle(out);
+    const Tensor source_order(copy->storage(), t->dtype(), t->sizes(), contiguous_strides(t->sizes()),
+                              copy->storage_offset());
+    AtenTensorHandle dst = new_handle(source_order);
+    const bool copied = dst != nullptr && aoti_torch_copy_(dst, self, 0) == 0;
+    delete_handle(dst);
+    if (!copied) {
+      delete_handle(out);
+      return set_error(Error::BackendFailed, "copying for reshape: " + last_error_message());
+    }
+    *ret0 = out;
+    return Error::Ok;
   });
+}
+
+}  // namespace
+
+extern "C" {
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_reshape(AtenTensorHandle self, const int64_t* shape,
+                                                       int64_t shape_len_, AtenTensorHandle* ret0) {
+  return reshape_on<DeviceType::CPU>("aoti_torch_cpu_reshape", self, shape, shape_len_, ret0);
+}
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_reshape(AtenTensorHandle self, const int64_t* shape,
+                                                       int64_t shape_len_, AtenTensorHandle* ret0) {
+  return reshape_on<DeviceType::CUDA>("aoti_torch_cuda_reshape", self, shape, shape_len_, ret0);
 }
 
 }  // extern "C"

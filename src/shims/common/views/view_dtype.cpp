@@ -4,18 +4,19 @@
 // smaller element multiplies it and the other strides and offset; going to a
 // larger one needs them divisible by the ratio. A 0-d tensor can only change
 // to a dtype of the same size.
-#include "shims/cpu/cpu_shims.h"
-#include "shims/cpu/op_args.h"
+#include "shims/common/views/view_shims.h"
+#include "shims/common/op_util.h"
 
 using namespace kiln;
-using namespace kiln::cpu;
+using namespace kiln::aoti;
 
-extern "C" {
+namespace {
 
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_view_dtype(AtenTensorHandle self, int32_t dtype,
+template <DeviceType kDevice>
+AOTITorchError view_dtype_on(const char* fn, AtenTensorHandle self, int32_t dtype,
                                                           AtenTensorHandle* ret0) {
-  return aoti::guarded("aoti_torch_cpu_view_dtype", [&]() -> Error {
-    KILN_ASSIGN_OR_RETURN(Tensor * t, cpu_tensor_arg(self, "self"));
+  return guarded(fn, [&]() -> Error {
+    KILN_ASSIGN_OR_RETURN(Tensor * t, device_tensor_arg(self, "self", kDevice));
     KILN_ASSIGN_OR_RETURN(std::optional<DType> want, optional_dtype_arg(&dtype, "dtype"));
     const DType to = *want;
     const int64_t from_size = static_cast<int64_t>(element_size(t->dtype()));
@@ -25,9 +26,9 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_view_dtype(AtenTensorHandle self,
     const std::string what = std::string("to view ") + dtype_name(t->dtype()) + " as " + dtype_name(to) +
                              " (different element sizes)";
     if (from_size != to_size) {
-      if (t->dim() == 0) return aoti::invalid("self.dim() cannot be 0 " + what);
+      if (t->dim() == 0) return invalid("self.dim() cannot be 0 " + what);
       if (strides.back() != 1)
-        return aoti::invalid("self.stride(-1) must be 1 " + what + ", but got " +
+        return invalid("self.stride(-1) must be 1 " + what + ", but got " +
                              std::to_string(strides.back()));
       if (from_size > to_size) {
         const int64_t r = from_size / to_size;
@@ -37,14 +38,14 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_view_dtype(AtenTensorHandle self,
       } else {
         const int64_t r = to_size / from_size;
         if (sizes.back() % r != 0)
-          return aoti::invalid("self.size(-1) must be divisible by " + std::to_string(r) + " " + what +
+          return invalid("self.size(-1) must be divisible by " + std::to_string(r) + " " + what +
                                ", but got " + std::to_string(sizes.back()));
         if (offset % r != 0)
-          return aoti::invalid("self.storage_offset() must be divisible by " + std::to_string(r) + " " +
+          return invalid("self.storage_offset() must be divisible by " + std::to_string(r) + " " +
                                what + ", but got " + std::to_string(offset));
         for (size_t i = 0; i + 1 < strides.size(); ++i) {
           if (strides[i] % r != 0)
-            return aoti::invalid("self.stride(" + std::to_string(i) + ") must be divisible by " +
+            return invalid("self.stride(" + std::to_string(i) + ") must be divisible by " +
                                  std::to_string(r) + " " + what + ", but got " + std::to_string(strides[i]));
           strides[i] /= r;
         }
@@ -55,6 +56,20 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_view_dtype(AtenTensorHandle self,
     KILN_ASSIGN_OR_RETURN(Tensor v, retyped_view(*t, to, sizes, strides, offset));
     return return_tensor(std::move(v), ret0, "ret0");
   });
+}
+
+}  // namespace
+
+extern "C" {
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_view_dtype(AtenTensorHandle self, int32_t dtype,
+                                                          AtenTensorHandle* ret0) {
+  return view_dtype_on<DeviceType::CPU>("aoti_torch_cpu_view_dtype", self, dtype, ret0);
+}
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_view_dtype(AtenTensorHandle self, int32_t dtype,
+                                                          AtenTensorHandle* ret0) {
+  return view_dtype_on<DeviceType::CUDA>("aoti_torch_cuda_view_dtype", self, dtype, ret0);
 }
 
 }  // extern "C"
