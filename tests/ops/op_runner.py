@@ -118,7 +118,14 @@ def run_case(lib: ShimLibrary, function: str, device: str, case: Case, layout: s
     # A case may serve several overloads (rand and rand_generator): ATen gets the arguments its schema has.
     names = {a.name for a in op._schema.arguments}
     aten_kwargs = {k: v for k, v in ref_kwargs.items() if k in names}
-    expected = case.reference(**aten_kwargs) if case.reference else op(**aten_kwargs)
+    try:
+        expected = case.reference(**aten_kwargs) if case.reference else op(**aten_kwargs)
+    except (RuntimeError, NotImplementedError) as e:
+        if device == "cpu":
+            raise
+        # ATen's kernel for this device refuses inputs its CPU kernel takes (a dtype, an alignment):
+        # there is no reference to compare with, which is not a pass.
+        pytest.skip(f"ATen's {device} op refuses these inputs: {str(e).splitlines()[0]}")
     after: dict = {}
     got = call_shim(lib, function, device, kwargs, after=after)
     has_rets = any(p.name.startswith("ret") for p in declarations(device)[function])
