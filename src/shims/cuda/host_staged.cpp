@@ -131,10 +131,10 @@ Result<const AtenTensorHandle**> StagedCall::optional_tensor_list(const AtenTens
   return staged.data();
 }
 
-AtenTensorHandle* StagedCall::return_slot(AtenTensorHandle* caller, bool column_major) {
+AtenTensorHandle* StagedCall::return_slot(AtenTensorHandle* caller, ReturnLayout layout) {
   if (caller == nullptr) return nullptr;
   slots_.push_back(nullptr);
-  returns_.push_back(Return{caller, &slots_.back(), column_major});
+  returns_.push_back(Return{caller, &slots_.back(), layout});
   return returns_.back().slot;
 }
 
@@ -147,10 +147,11 @@ Error StagedCall::synchronize() {
   return Error::Ok;
 }
 
-Result<OwnedHandle> StagedCall::to_device(AtenTensorHandle host, bool column_major, const std::string& name) {
+Result<OwnedHandle> StagedCall::to_device(AtenTensorHandle host, ReturnLayout layout, const std::string& name) {
   KILN_ASSIGN_OR_RETURN(TensorRef h, read_tensor(host, name.c_str(), /*require_cuda=*/false));
   std::vector<int64_t> strides = h.strides;
-  if (column_major) {
+  if (layout == ReturnLayout::Contiguous) strides = contiguous_strides(h.sizes);
+  if (layout == ReturnLayout::ColumnMajor) {
     if (h.dim() != 2)
       return set_error(Error::Internal, name + ": a column-major result must be 2-D, got " + h.describe());
     strides = {1, h.sizes[0]};
@@ -209,7 +210,7 @@ Error StagedCall::finish() {
       results.emplace_back(std::exchange(*r.slot, nullptr));
       continue;
     }
-    KILN_ASSIGN_OR_RETURN(OwnedHandle out, to_device(*r.slot, r.column_major, "ret" + std::to_string(i)));
+    KILN_ASSIGN_OR_RETURN(OwnedHandle out, to_device(*r.slot, r.layout, "ret" + std::to_string(i)));
     results.push_back(std::move(out));
   }
   for (const WriteBack& w : writes_) KILN_RETURN_IF_ERROR(write_back(w));

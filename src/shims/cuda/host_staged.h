@@ -49,6 +49,15 @@ namespace kiln::cudadev {
 /// The host side of one staged call: the host copies of its CUDA tensors,
 /// what is written back, and the returned tensors, which it owns until
 /// finish() hands them to the caller. Everything it created is freed with it.
+/// How a staged op's returned tensor is laid out on the device: as the CPU
+/// kernel left it, or as ATen's CUDA kernel lays it out where that differs
+/// (the model library indexes the result with the CUDA meta strides).
+enum class ReturnLayout {
+  AsCpu,
+  ColumnMajor,  ///< a 2-D result with strides (1, rows)
+  Contiguous,   ///< row-major whatever the input's memory format
+};
+
 class StagedCall {
  public:
   StagedCall(const char* op, const char* cpu_op, const char* param_names) noexcept
@@ -68,9 +77,9 @@ class StagedCall {
   Result<const AtenTensorHandle**> optional_tensor_list(const AtenTensorHandle** list, int64_t len, size_t index);
   /// The slot the CPU op returns a tensor into; finish() moves it to the
   /// device and stores it in `*caller`. A null `caller` stays null (the CPU
-  /// op reports it). `column_major`: ATen's CUDA kernel returns this 2-D
-  /// result with strides (1, rows).
-  AtenTensorHandle* return_slot(AtenTensorHandle* caller, bool column_major);
+  /// op reports it). `layout`: how ATen's CUDA kernel lays the result out
+  /// when that differs from the CPU kernel.
+  AtenTensorHandle* return_slot(AtenTensorHandle* caller, ReturnLayout layout);
 
   /// Waits for the copies to the host. Called once every argument is staged.
   Error synchronize();
@@ -88,14 +97,14 @@ class StagedCall {
   struct Return {
     AtenTensorHandle* caller = nullptr;
     AtenTensorHandle* slot = nullptr;
-    bool column_major = false;
+    ReturnLayout layout = ReturnLayout::AsCpu;
   };
 
   std::string param_name(size_t index) const;
   Error not_capturing(int device);
   cudaStream_t stream_of(int device);
   Result<AtenTensorHandle> stage(AtenTensorHandle handle, bool written, const std::string& name);
-  Result<OwnedHandle> to_device(AtenTensorHandle host, bool column_major, const std::string& name);
+  Result<OwnedHandle> to_device(AtenTensorHandle host, ReturnLayout layout, const std::string& name);
   Error write_back(const WriteBack& w);
 
   const char* op_;
@@ -116,7 +125,7 @@ class StagedCall {
 template <typename T>
 constexpr bool role_fits(char role) {
   if constexpr (std::is_same_v<T, AtenTensorHandle>) return role == 't' || role == 'w';
-  else if constexpr (std::is_same_v<T, AtenTensorHandle*>) return role == 'o' || role == 'r' || role == 'T';
+  else if constexpr (std::is_same_v<T, AtenTensorHandle*>) return role == 'o' || role == 'r' || role == 'T' || role == 'C';
   else if constexpr (std::is_same_v<T, const AtenTensorHandle*>) return role == 'l';
   else if constexpr (std::is_same_v<T, const AtenTensorHandle**>) return role == 'L';
   else return role == '.';
@@ -181,7 +190,8 @@ class HostStaged {
       if (role == 'o') {
         KILN_ASSIGN_OR_RETURN(std::get<I>(host), call.optional_tensor(std::get<I>(in), I));
       } else {
-        std::get<I>(host) = call.return_slot(std::get<I>(in), role == 'T');
+        std::get<I>(host) = call.return_slot(
+            std::get<I>(in), role == 'T' ? ReturnLayout::ColumnMajor : (role == 'C' ? ReturnLayout::Contiguous : ReturnLayout::AsCpu));
       }
     } else if constexpr (std::is_same_v<T, const AtenTensorHandle*>) {
       KILN_ASSIGN_OR_RETURN(std::get<I>(host), call.tensor_list(std::get<I>(in), length_after<I>(in), I));

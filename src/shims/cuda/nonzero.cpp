@@ -19,7 +19,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_nonzero(AtenTensorHandle self_h,
   return aoti::guarded("aoti_torch_cuda_nonzero", [&]() -> Error {
     KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
     KILN_ASSIGN_OR_RETURN(TensorRef self, read_tensor(self_h, "self"));
-    if (!is_integral_dtype(self.dtype) && !is_floating_dtype(self.dtype))
+    if (!is_integral_dtype(self.dtype) && !is_floating_dtype(self.dtype) && self.dtype != DType::Complex64 &&
+        self.dtype != DType::Complex128)
       return aoti::invalid(std::string("nonzero of dtype ") + dtype_name(self.dtype) + " is not supported on CUDA");
     cudaStream_t stream = current_stream(self.device_index);
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;

@@ -25,30 +25,76 @@ __device__ inline int64_t element_of(const LineShape& s, int64_t line, int64_t i
   return ((line / s.inner) * s.size + i) * s.inner + line % s.inner;
 }
 
-template <typename T>
-__global__ void gather_lines_kernel(const T* in, StridedIndexer in_index, LineShape shape, T* keys, int64_t* pos) {
+// Radix keys: every element maps to an unsigned integer whose order is the
+// element's order as ATen sorts (NaN above +inf, -0.0 equal to +0.0), so CUB
+// sorts plain integers and never compares a NaN.
+__device__ inline uint32_t float_key(float v) {
+  if (v != v) return 0xFFFFFFFFu;
+  if (v == 0.0f) v = 0.0f;
+  const uint32_t b = __float_as_uint(v);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+__device__ inline uint64_t double_key(double v) {
+  if (v != v) return ~uint64_t{0};
+  if (v == 0.0) v = 0.0;
+  const auto b = static_cast<uint64_t>(__double_as_longlong(v));
+  return (b >> 63) ? ~b : (b | (uint64_t{1} << 63));
+}
+
+template <typename K>
+__device__ K key_of(const void* in, DType dtype, int64_t off);
+template <>
+__device__ uint32_t key_of<uint32_t>(const void* in, DType dtype, int64_t off) {
+  switch (dtype) {
+    case DType::Float32:
+    case DType::Float16:
+    case DType::BFloat16: return float_key(static_cast<float>(load_double(in, dtype, off)));
+    case DType::Bool:
+    case DType::UInt8:
+    case DType::UInt16:
+    case DType::UInt32: return static_cast<uint32_t>(load_int(in, dtype, off));
+    default: return static_cast<uint32_t>(static_cast<int32_t>(load_int(in, dtype, off))) ^ 0x80000000u;
+  }
+}
+template <>
+__device__ uint64_t key_of<uint64_t>(const void* in, DType dtype, int64_t off) {
+  switch (dtype) {
+    case DType::Float64: return double_key(load_double(in, dtype, off));
+    case DType::UInt64: return static_cast<uint64_t>(load_int(in, dtype, off));
+    default: return static_cast<uint64_t>(load_int(in, dtype, off)) ^ (uint64_t{1} << 63);
+  }
+}
+
+template <typename K>
+__global__ void gather_lines_kernel(const void* in, DType dtype, StridedIndexer in_index, LineShape shape, K* keys,
+                                    int64_t* pos) {
   const int64_t n = shape.lines() * shape.size;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < n; b += step) {
     const int64_t line = b / shape.size, i = b % shape.size;
-    keys[b] = in[in_index.offset(element_of(shape, line, i))];
+    keys[b] = key_of<K>(in, dtype, in_index.offset(element_of(shape, line, i)));
     pos[b] = i;
   }
 }
 
-template <typename T>
-__global__ void scatter_lines_kernel(const T* keys, const int64_t* pos, LineShape shape, int64_t count,
-                                     StridedIndexer out_index, T* values, int64_t* indices) {
+// Writes the first `count` sorted positions of each line and the input
+// elements they name (copied as raw bytes, so values are the input's own).
+__global__ void scatter_lines_kernel(const void* in, size_t elem, StridedIndexer in_index, const int64_t* pos,
+                                     LineShape shape, int64_t count, StridedIndexer out_index, void* values,
+                                     int64_t* indices) {
   const int64_t n = shape.lines() * count;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   LineShape out_shape = shape;
   out_shape.size = count;
   for (int64_t b = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; b < n; b += step) {
     const int64_t line = b / count, i = b % count;
-    const int64_t src = line * shape.size + i;
+    const int64_t p = pos[line * shape.size + i];
+    const int64_t src = in_index.offset(element_of(shape, line, p));
     const int64_t off = out_index.offset(element_of(out_shape, line, i));
-    values[off] = keys[src];
-    indices[off] = pos[src];
+    const auto* from = static_cast<const unsigned char*>(in) + src * static_cast<int64_t>(elem);
+    auto* to = static_cast<unsigned char*>(values) + off * static_cast<int64_t>(elem);
+    for (size_t byte = 0; byte < elem; ++byte) to[byte] = from[byte];
+    indices[off] = p;
   }
 }
 
@@ -63,15 +109,15 @@ struct SortLayout {
   size_t keys_in = 0, keys_out = 0, pos_in = 0, pos_out = 0, offsets = 0, temp = 0, total = 0;
 };
 
-template <typename T>
+template <typename K>
 Result<SortLayout> sort_layout(const LineShape& shape, bool descending) {
   const int64_t n = shape.lines() * shape.size;
   SortLayout l;
   size_t at = 0;
   l.keys_in = at;
-  at += align_up(static_cast<size_t>(n) * sizeof(T));
+  at += align_up(static_cast<size_t>(n) * sizeof(K));
   l.keys_out = at;
-  at += align_up(static_cast<size_t>(n) * sizeof(T));
+  at += align_up(static_cast<size_t>(n) * sizeof(K));
   l.pos_in = at;
   at += align_up(static_cast<size_t>(n) * sizeof(int64_t));
   l.pos_out = at;
@@ -81,11 +127,11 @@ Result<SortLayout> sort_layout(const LineShape& shape, bool descending) {
   size_t temp = 0;
   const cudaError_t st =
       descending ? cub::DeviceSegmentedSort::StableSortPairsDescending(
-                       nullptr, temp, static_cast<const T*>(nullptr), static_cast<T*>(nullptr),
+                       nullptr, temp, static_cast<const K*>(nullptr), static_cast<K*>(nullptr),
                        static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr), n, shape.lines(),
                        static_cast<const int64_t*>(nullptr), static_cast<const int64_t*>(nullptr))
                  : cub::DeviceSegmentedSort::StableSortPairs(
-                       nullptr, temp, static_cast<const T*>(nullptr), static_cast<T*>(nullptr),
+                       nullptr, temp, static_cast<const K*>(nullptr), static_cast<K*>(nullptr),
                        static_cast<const int64_t*>(nullptr), static_cast<int64_t*>(nullptr), n, shape.lines(),
                        static_cast<const int64_t*>(nullptr), static_cast<const int64_t*>(nullptr));
   KILN_RETURN_IF_ERROR(cuda_status(st, "sizing the segmented sort"));
@@ -94,21 +140,20 @@ Result<SortLayout> sort_layout(const LineShape& shape, bool descending) {
   return l;
 }
 
-template <typename T>
-Error sort_typed(const void* in, const StridedIndexer& in_index, const LineShape& shape, bool descending,
+template <typename K>
+Error sort_typed(const void* in, DType dtype, const StridedIndexer& in_index, const LineShape& shape, bool descending,
                  int64_t count, void* values, int64_t* indices, const StridedIndexer& out_index, void* workspace,
                  size_t workspace_bytes, cudaStream_t stream) {
-  KILN_ASSIGN_OR_RETURN(SortLayout l, sort_layout<T>(shape, descending));
+  KILN_ASSIGN_OR_RETURN(SortLayout l, sort_layout<K>(shape, descending));
   if (workspace_bytes < l.total) return set_error(Error::Internal, "sort workspace too small");
   auto* base = static_cast<char*>(workspace);
-  auto* keys_in = reinterpret_cast<T*>(base + l.keys_in);
-  auto* keys_out = reinterpret_cast<T*>(base + l.keys_out);
+  auto* keys_in = reinterpret_cast<K*>(base + l.keys_in);
+  auto* keys_out = reinterpret_cast<K*>(base + l.keys_out);
   auto* pos_in = reinterpret_cast<int64_t*>(base + l.pos_in);
   auto* pos_out = reinterpret_cast<int64_t*>(base + l.pos_out);
   auto* offsets = reinterpret_cast<int64_t*>(base + l.offsets);
   const int64_t n = shape.lines() * shape.size;
-  gather_lines_kernel<T><<<grid_for(n), kThreads, 0, stream>>>(static_cast<const T*>(in), in_index, shape, keys_in,
-                                                                pos_in);
+  gather_lines_kernel<K><<<grid_for(n), kThreads, 0, stream>>>(in, dtype, in_index, shape, keys_in, pos_in);
   segment_offsets_kernel<<<grid_for(shape.lines() + 1), kThreads, 0, stream>>>(offsets, shape.lines(), shape.size);
   KILN_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "launching the sort gather kernels"));
   size_t temp = l.total - l.temp;
@@ -120,29 +165,22 @@ Error sort_typed(const void* in, const StridedIndexer& in_index, const LineShape
                                                              n, shape.lines(), offsets, offsets + 1, stream);
   KILN_RETURN_IF_ERROR(cuda_status(st, "the segmented sort"));
   if (count > 0) {
-    scatter_lines_kernel<T><<<grid_for(shape.lines() * count), kThreads, 0, stream>>>(
-        keys_out, pos_out, shape, count, out_index, static_cast<T*>(values), indices);
+    scatter_lines_kernel<<<grid_for(shape.lines() * count), kThreads, 0, stream>>>(
+        in, element_size(dtype), in_index, pos_out, shape, count, out_index, values, indices);
   }
   return cuda_status(cudaGetLastError(), "launching the sort scatter kernel");
 }
 
-// Calls fn(T{}) with the CUB key type of `dtype`.
+// Calls fn(K{}) with the radix key type for `dtype`.
 template <typename Fn>
 Error visit_sort_type(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::Float32: return fn(float{});
-    case DType::Float64: return fn(double{});
-    case DType::Float16: return fn(__half{});
-    case DType::BFloat16: return fn(__nv_bfloat16{});
-    case DType::Bool:
-    case DType::UInt8: return fn(uint8_t{});
-    case DType::Int8: return fn(int8_t{});
-    case DType::Int16: return fn(int16_t{});
-    case DType::Int32: return fn(int32_t{});
-    case DType::Int64: return fn(int64_t{});
-    case DType::UInt16: return fn(uint16_t{});
-    case DType::UInt32: return fn(uint32_t{});
+    case DType::Float64:
+    case DType::Int64:
     case DType::UInt64: return fn(uint64_t{});
+    case DType::Float32: case DType::Float16: case DType::BFloat16: case DType::Bool: case DType::UInt8:
+    case DType::Int8: case DType::Int16: case DType::Int32: case DType::UInt16: case DType::UInt32:
+      return fn(uint32_t{});
     default: break;
   }
   return set_error(Error::NotSupported, std::string("sorting dtype ") + dtype_name(dtype) + " is not supported on CUDA");
@@ -153,7 +191,15 @@ __global__ void nonzero_flags_kernel(const void* in, DType dtype, StridedIndexer
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t k = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < numel; k += step) {
     const int64_t off = in_index.offset(k);
-    flags[k] = is_integral_dtype(dtype) ? load_int(in, dtype, off) != 0 : load_double(in, dtype, off) != 0.0;
+    if (dtype == DType::Complex64) {
+      const float* c = static_cast<const float*>(in) + 2 * off;
+      flags[k] = c[0] != 0.0f || c[1] != 0.0f;
+    } else if (dtype == DType::Complex128) {
+      const double* c = static_cast<const double*>(in) + 2 * off;
+      flags[k] = c[0] != 0.0 || c[1] != 0.0;
+    } else {
+      flags[k] = is_integral_dtype(dtype) ? load_int(in, dtype, off) != 0 : load_double(in, dtype, off) != 0.0;
+    }
     iota[k] = k;
   }
 }
@@ -195,7 +241,7 @@ Error launch_sort_lines(const void* in, DType dtype, const StridedIndexer& in_in
   if (shape.lines() * shape.size == 0) return Error::Ok;
   return visit_sort_type(dtype, [&](auto tag) -> Error {
     using T = decltype(tag);
-    return sort_typed<T>(in, in_index, shape, descending, count, values, indices, out_index, workspace,
+    return sort_typed<T>(in, dtype, in_index, shape, descending, count, values, indices, out_index, workspace,
                          workspace_bytes, stream);
   });
 }
