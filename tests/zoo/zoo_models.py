@@ -382,8 +382,11 @@ register("biogpt", "BioGPT", "decoder", text("BioGptConfig", "BioGptForCausalLM"
     vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
     max_position_embeddings=MAX_POS, use_cache=False, **SPECIAL)))
 
-# Mixture-of-experts decoders: 4 experts, top-2.
-MOE = dict(num_experts_per_tok=2)
+# Mixture-of-experts decoders: 4 experts, top-2. transformers' default experts implementation
+# (grouped_mm) runs on the CPU through its Python custom op transformers::grouped_mm_fallback,
+# which no AOTInductor library can call without Python (only libtorch's proxy executor would
+# try); batched_mm computes the same with ATen's bmm, so the program is plain ATen.
+MOE = dict(num_experts_per_tok=2, experts_implementation="batched_mm")
 register("mixtral", "Mixtral", "moe", text("MixtralConfig", "MixtralForCausalLM",
                                           _ll(num_local_experts=4, sliding_window=None, **MOE)))
 register("qwen2_moe", "Qwen2-MoE", "moe", text("Qwen2MoeConfig", "Qwen2MoeForCausalLM", _ll(
@@ -418,7 +421,7 @@ register("mamba2", "Mamba2", "ssm", text("Mamba2Config", "Mamba2ForCausalLM", di
 register("jamba", "Jamba", "ssm", text("JambaConfig", "JambaForCausalLM", _ll(
     attn_layer_period=2, attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=1, num_experts=2,
     mamba_d_state=8, mamba_dt_rank=8, mamba_expand=2, mamba_d_conv=4, use_mamba_kernels=False,
-    num_experts_per_tok=1), seq_dyn=False))
+    num_experts_per_tok=1, experts_implementation="batched_mm"), seq_dyn=False))
 register("bamba", "Bamba", "ssm", text("BambaConfig", "BambaForCausalLM", _ll(
     attn_layer_indices=[1], mamba_n_heads=8, mamba_d_head=16, mamba_d_state=16, mamba_n_groups=1,
     mamba_expand=2, mamba_d_conv=4, mamba_chunk_size=8), seq_dyn=False))
@@ -607,9 +610,24 @@ register("speech2text", "Speech2Text", "audio", features(
 
 
 def first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    line = text.splitlines()[0] if text else ""
-    return f"{type(e).__name__}: {line}"[:300]
+    """The exception's type and first line; for a C++ compile error, whose first line says
+    only that, the compiler's first `error:` line too."""
+    lines = str(e).strip().splitlines()
+    line = lines[0] if lines else ""
+    if "C++ compile error" in line:
+        detail = next((x.strip() for x in lines if "error:" in x), "")
+        line = f"{line}: {detail}" if detail else line
+    return f"{type(e).__name__}: {line}"[:400]
+
+
+def _custom_ops(ep) -> list[str]:
+    """The graph's ops outside aten/prims: custom ops, which only the proxy executor runs."""
+    names = set()
+    for node in ep.graph.nodes:
+        if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+            if node.target.namespace not in ("aten", "prims"):
+                names.add(str(node.target))
+    return sorted(names)
 
 
 def torch_export(built: Built, sdpa_math: bool = False):
@@ -659,7 +677,11 @@ def export_model(name: str, path: str, backend: str = "cpu", compile_specs: dict
     except UnsupportedKernelsError as e:
         prefix = f"aoti_torch_{backend}_"
         ops = [n[len(prefix):] if n.startswith(prefix) else n for n in e.missing]
-        result.update(status="missing_ops", missing=ops, detail="missing fallback ops: " + ", ".join(ops))
+        custom = _custom_ops(ep) if any("proxy_executor" in n for n in ops) else []
+        detail = "missing fallback ops: " + ", ".join(ops)
+        if custom:  # say which op the proxy executor would have run
+            detail += f" (custom ops: {', '.join(custom)})"
+        result.update(status="missing_ops", missing=ops, detail=detail)
     except Exception as e:  # noqa: BLE001
         kiln_error = first_line(e)
         stock = _stock_aoti_error(ep, os.path.dirname(path))
