@@ -18,18 +18,19 @@ sys.path.insert(0, str(ROOT / "tests" / "ops"))
 
 import torch  # noqa: E402
 
-from op_inventory import DEVICES, header_functions, is_backward, kiln_functions, left_out, suffix  # noqa: E402
+from op_inventory import DEVICES, header_functions, host_staged, is_backward, kiln_functions, left_out, suffix  # noqa: E402
 
 
 def render() -> str:
     declared = {d: {suffix(f, d) for f in header_functions(d)} for d in DEVICES}
     kiln = {d: {suffix(f, d) for f in kiln_functions(d) if f.startswith(f"aoti_torch_{d}_")} for d in DEVICES}
+    staged = {suffix(f, "cuda") for f in host_staged()}
     reasons = left_out()
     unknown = sorted(set(reasons) - declared["cpu"] - declared["cuda"])
     if unknown:
         raise SystemExit(f"src/shims/ops_left_out.txt names ops no header declares: {unknown}")
     names = sorted(declared["cpu"] | declared["cuda"])
-    counts = {d: {"implemented": 0, "forward": 0} for d in DEVICES}
+    counts = {d: {"implemented": 0, "staged": 0, "forward": 0} for d in DEVICES}
     rows = []
     for name in names:
         cells = []
@@ -37,8 +38,9 @@ def render() -> str:
             if name not in declared[d]:
                 cells.append("")
                 continue
+            host = d == "cuda" and name in staged
             if name in kiln[d]:
-                cells.append("yes")
+                cells.append("host" if host else "yes")
             elif is_backward(name):
                 cells.append("backward")
             elif name in reasons:
@@ -47,10 +49,17 @@ def render() -> str:
                 cells.append("**not yet**")
             if not is_backward(name) and name not in reasons:
                 counts[d]["forward"] += 1
-                counts[d]["implemented"] += name in kiln[d]
+                counts[d]["implemented"] += name in kiln[d] and not host
+                counts[d]["staged"] += name in kiln[d] and host
         note = reasons.get(name, "")
         rows.append(f"| `{name}` | {cells[0]} | {cells[1]} | {note} |")
-    summary = ", ".join(f"{d.upper()} {counts[d]['implemented']} of {counts[d]['forward']}" for d in DEVICES)
+    def count(d: str) -> str:
+        if not counts[d]["staged"]:
+            return f"{d.upper()} {counts[d]['implemented']} of {counts[d]['forward']}"
+        return (f"{d.upper()} {counts[d]['implemented']} native + {counts[d]['staged']} host-staged "
+                f"of {counts[d]['forward']}")
+
+    summary = ", ".join(count(d) for d in DEVICES)
     lines = [
         "# Fallback ops",
         "",
@@ -69,6 +78,11 @@ def render() -> str:
         *rows,
         "",
         "Blank: the header of that device does not declare the op. `backward`: training only, out of scope.",
+        "`host` (CUDA): the op is host-staged (`src/shims/cuda/host_staged.h`): its CUDA tensors are copied to the host,",
+        "Kiln's CPU op runs on them and the results are copied back. Each call synchronises the device and copies its",
+        "tensors twice (to the host and back), and a staged op cannot run inside a CUDA graph (it refuses while the",
+        "stream is capturing), so a model that calls one runs without graph replay. Native CUDA kernels replace staged",
+        "ops one by one (`scripts/gen_host_staged.py` stages only ops without one).",
         "Kiln's own ops (`aoti_torch_<device>_rms_norm_linear`) are not in the headers; see docs/adding-an-op.md.",
         "",
     ]

@@ -173,11 +173,11 @@ TEST(WrapperContract, MissingCheckFunctionIsNamed) {
 }
 
 TEST(WrapperContract, UnknownDtypeIsNotSupported) {
-  const std::string source = "    inputs_info_[0].name = \"arg0_1\";\n" + dtype_check(0, "arg0_1", "complex64") + kEnd + kTail;
+  const std::string source = "    inputs_info_[0].name = \"arg0_1\";\n" + dtype_check(0, "arg0_1", "complex32") + kEnd + kTail;
   auto contract = read_wrapper_contract(source, "test");
   ASSERT_FALSE(contract.ok());
   EXPECT_EQ(contract.error(), Error::NotSupported);
-  EXPECT_NE(last_error_message().find("complex64"), std::string::npos) << last_error_message();
+  EXPECT_NE(last_error_message().find("complex32"), std::string::npos) << last_error_message();
 }
 
 TEST(WrapperContract, GapInInputNamesIsInvalid) {

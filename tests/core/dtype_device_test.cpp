@@ -13,7 +13,10 @@ TEST(DType, SizesAndNamesRoundTrip) {
   EXPECT_EQ(element_size(DType::BFloat16), 2u);
   EXPECT_EQ(element_size(DType::Int64), 8u);
   EXPECT_EQ(dtype_from_name("bfloat16"), DType::BFloat16);
-  EXPECT_FALSE(dtype_from_name("complex64").has_value());
+  EXPECT_EQ(dtype_from_name("complex64"), DType::Complex64);
+  EXPECT_EQ(element_size(DType::Complex64), 8u);
+  EXPECT_EQ(element_size(DType::Complex128), 16u);
+  EXPECT_FALSE(dtype_from_name("complex32").has_value());
   EXPECT_FALSE(is_known_dtype(8));  // complex32 is not supported
 }
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 
@@ -42,3 +43,30 @@ def test_every_cuda_op_has_cases(function):
 def test_cuda_op_matches_aten(lib, function, index, layout):
     case = cases_of(suffix(function, DEVICE), DEVICE)[index]
     run_case(lib, function, DEVICE, case, layout)
+
+
+def test_staged_op_refuses_to_be_recorded_in_a_cuda_graph(lib):
+    """A host-staged op cannot be replayed from a graph: while Kiln's current stream captures, it fails
+    with a message saying so, before queuing anything on the stream."""
+    import ctypes
+
+    from op_inventory import host_staged
+    from shim_caller import KilnError, call_shim
+
+    function = "aoti_torch_cuda_cummax"
+    assert function in host_staged()
+    x = torch.randn(4, 5, device="cuda")
+    torch.cuda.synchronize()
+    stream = torch.cuda.Stream()
+    graph = torch.cuda.CUDAGraph()
+    guard = ctypes.c_void_p()
+    with torch.cuda.graph(graph, stream=stream, capture_error_mode="relaxed"):
+        lib.check(lib.ops.aoti_torch_create_cuda_stream_guard(
+            ctypes.c_void_p(stream.cuda_stream), ctypes.c_int32(x.device.index or 0), ctypes.byref(guard)),
+            "create_cuda_stream_guard")
+        try:
+            with pytest.raises(KilnError) as info:
+                call_shim(lib, function, DEVICE, dict(self=x, dim=1))
+        finally:
+            lib.ops.aoti_torch_delete_cuda_stream_guard(guard)
+    assert f"{function} runs through the host on CUDA and cannot be recorded in a CUDA graph" in str(info.value)

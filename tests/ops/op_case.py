@@ -37,6 +37,15 @@ class Case:
     layouts: bool = True
     id: str = ""
     compare_strides: bool = True
+    # The argument whose memory ATen's result may share (a view op's input).
+    # Kiln's result must share it at the same place where ATen's does, and
+    # must not where ATen's is a copy (e.g. reshape of a non-viewable layout).
+    alias: str | None = None
+    # For in-place ops that change what `self` views (resize_, set_): compare
+    # Kiln's handle for `self` after the call (dtype, shape, strides, values)
+    # with ATen's `self`, as the op's result; `check`, if given, receives it as
+    # got[0] and ATen's `self` as `expected`.
+    self_after: bool = False
 
 
 CASES: dict[str, Callable[["Gen"], Iterable[Case]]] = {}

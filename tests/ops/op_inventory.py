@@ -33,13 +33,24 @@ def runtime_functions() -> frozenset[str]:
 
 
 def kiln_functions(device: str) -> set[str]:
-    """The fallback ops src/shims/<device>/shims.txt lists (runtime functions excluded)."""
+    """The fallback ops Kiln defines for `device`: src/shims/<device>/shims.txt, and the
+    device-neutral ones of src/shims/common/shims.txt named for it (views); runtime functions
+    excluded."""
     names = set()
-    for line in (ROOT / "src/shims" / device / "shims.txt").read_text().splitlines():
-        line = line.strip()
-        if line and not line.startswith("#") and line not in runtime_functions():
-            names.add(line)
+    for path in (ROOT / "src/shims" / device / "shims.txt", ROOT / "src/shims/common/shims.txt"):
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if not line or line.startswith("#") or line in runtime_functions():
+                continue
+            if path.parent.name == device or line.startswith(f"aoti_torch_{device}_"):
+                names.add(line)
     return names
+
+
+def host_staged() -> set[str]:
+    """CUDA ops that run the CPU op on host copies of their tensors (src/shims/cuda/host_staged_ops.inc)."""
+    text = (ROOT / "src/shims/cuda/host_staged_ops.inc").read_text()
+    return {f"aoti_torch_cuda_{m}" for m in re.findall(r"^KILN_HOST_STAGED\((\w+),", text, re.M)}
 
 
 def implemented(device: str) -> list[str]:

@@ -74,6 +74,20 @@ def _cpu(value):
     return _map(value, lambda t: t.cpu())
 
 
+def check_alias(kiln: torch.Tensor, kiln_input: torch.Tensor, aten: torch.Tensor, aten_input: torch.Tensor) -> None:
+    """Kiln's result shares its input's memory exactly where ATen's does."""
+    base = kiln_input.untyped_storage().data_ptr()
+    inside = base <= kiln.kiln_data_ptr < base + max(kiln_input.untyped_storage().nbytes(), 1)
+    if aten.numel() == 0 or aten_input.untyped_storage().nbytes() == 0:
+        return  # an empty tensor's address means nothing (ATen's may be null)
+    if aten.untyped_storage().data_ptr() == aten_input.untyped_storage().data_ptr():
+        want = aten.data_ptr() - aten_input.data_ptr()
+        got = kiln.kiln_data_ptr - kiln_input.data_ptr()
+        assert got == want, f"result is not the view ATen returns: starts {got} bytes from the input, ATen {want}"
+    else:
+        assert not inside, "result shares the input's memory where ATen's is a copy"
+
+
 def run_case(lib: ShimLibrary, function: str, device: str, case: Case, layout: str) -> None:
     op = aten_op(function, device)
     written = set(written_args(op))
@@ -105,8 +119,15 @@ def run_case(lib: ShimLibrary, function: str, device: str, case: Case, layout: s
     names = {a.name for a in op._schema.arguments}
     aten_kwargs = {k: v for k, v in ref_kwargs.items() if k in names}
     expected = case.reference(**aten_kwargs) if case.reference else op(**aten_kwargs)
-    got = call_shim(lib, function, device, kwargs)
+    after: dict = {}
+    got = call_shim(lib, function, device, kwargs, after=after)
     has_rets = any(p.name.startswith("ret") for p in declarations(device)[function])
+    if case.self_after:
+        got, expected, has_rets = [after["self"]], ref_kwargs["self"], True
+        written.discard("self")
+    if case.alias is not None:
+        result = expected[0] if isinstance(expected, (tuple, list)) else expected
+        check_alias(got[0], kwargs[case.alias], result, ref_kwargs[case.alias])
     if case.check is not None:
         case.check(kwargs=_cpu(kwargs), ref_kwargs=_cpu(ref_kwargs), got=_cpu(got), expected=_cpu(expected))
         return

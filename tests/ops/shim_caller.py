@@ -92,17 +92,24 @@ class KilnError(RuntimeError):
 
 class _Renamed:
     """libkiln exports each aoti_torch_* shim as kiln_torch_* (the same length: it rewrites a
-    model library's imports to these names, so Kiln's and libtorch's models can share a process)."""
+    model library's imports to these names, so Kiln's and libtorch's models can share a process).
+    Names are looked up in each library in turn (the CUDA plugin, then libkiln, which defines the
+    device-neutral ops such as views for every device)."""
 
-    def __init__(self, lib: ctypes.CDLL):
-        self._lib = lib
+    def __init__(self, *libs: ctypes.CDLL):
+        self._libs = libs
 
     def __getattr__(self, name: str):
         if name.startswith("aoti_torch_"):
             name = "kiln_torch_" + name[len("aoti_torch_"):]
-        fn = getattr(self._lib, name)
-        setattr(self, name, fn)
-        return fn
+        for lib in self._libs:
+            try:
+                fn = getattr(lib, name)
+            except AttributeError:
+                continue
+            setattr(self, name, fn)
+            return fn
+        raise AttributeError(name)
 
 
 class ShimLibrary:
@@ -111,8 +118,9 @@ class ShimLibrary:
     def __init__(self, path: str, ops_path: str | None = None):
         """`path`: libkiln.so (tensor handles, CPU ops); `ops_path`: the library defining the ops
         under test when not libkiln (libkiln_cuda.so, which libkiln must have loaded already)."""
-        self.lib = _Renamed(ctypes.CDLL(path))
-        self.ops = _Renamed(ctypes.CDLL(ops_path)) if ops_path else self.lib
+        base = ctypes.CDLL(path)
+        self.lib = _Renamed(base)
+        self.ops = _Renamed(ctypes.CDLL(ops_path), base) if ops_path else self.lib
         lib = self.lib
         lib.kiln_last_error_message.restype = ctypes.c_char_p
         lib.aoti_torch_create_tensor_from_blob.argtypes = [
@@ -162,14 +170,20 @@ class ShimLibrary:
         for s in sizes:
             numel *= s
         if numel == 0:
-            return torch.empty_strided(sizes, strides, dtype=dt, device=device)
-        extent = 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
-        nbytes = extent * torch.empty((), dtype=dt).element_size()
-        if device == "cpu":
-            raw = bytearray(ctypes.string_at(data.value, nbytes))
-            flat = torch.frombuffer(raw, dtype=torch.uint8).clone().view(dt)
-            return torch.as_strided(flat, sizes, strides)
-        return _device_copy(data.value, nbytes, dt, sizes, strides, device)
+            out = torch.empty_strided(sizes, strides, dtype=dt, device=device)
+        else:
+            extent = 1 + sum((s - 1) * st for s, st in zip(sizes, strides))
+            nbytes = extent * torch.empty((), dtype=dt).element_size()
+            if device == "cpu":
+                raw = bytearray(ctypes.string_at(data.value, nbytes))
+                flat = torch.frombuffer(raw, dtype=torch.uint8).clone().view(dt)
+                out = torch.as_strided(flat, sizes, strides)
+            else:
+                out = _device_copy(data.value, nbytes, dt, sizes, strides, device)
+        # Where the Kiln tensor's element 0 was, so a caller can check which
+        # memory a view shares (the copy itself shares nothing).
+        out.kiln_data_ptr = data.value or 0
+        return out
 
     def delete(self, h: ctypes.c_void_p) -> None:
         self.check(self.lib.aoti_torch_delete_tensor_object(h), "delete_tensor_object")
@@ -210,16 +224,21 @@ def _scalar_value(value, ctype: str):
     return {"int64_t": ctypes.c_int64, "int32_t": ctypes.c_int32, "double": ctypes.c_double}[base](value)
 
 
-def call_shim(lib: ShimLibrary, function: str, device: str, kwargs: dict) -> list[torch.Tensor | None]:
+def call_shim(lib: ShimLibrary, function: str, device: str, kwargs: dict,
+              after: dict | None = None) -> list[torch.Tensor | None]:
     """Calls `function` with ATen-named `kwargs`; returns its ret* tensors as torch copies.
 
     Tensors passed in are borrowed: an out= or in-place argument is written in place.
+    With `after`, it receives a torch copy of each plain tensor argument's Kiln handle
+    as it stands after the call (an in-place op such as resize_ or set_ may make the
+    handle view other memory or geometry than the torch tensor passed in).
     """
     params = declarations(device)[function]
     args: list = []
     keep: list = []  # keeps ctypes objects alive through the call
     handles: list = []
     rets: list[ctypes.c_void_p] = []
+    named: dict[str, ctypes.c_void_p] = {}
 
     def tensor_handle(t):
         h = lib.handle(t)
@@ -246,7 +265,9 @@ def call_shim(lib: ShimLibrary, function: str, device: str, kwargs: dict) -> lis
             continue
         value = kwargs[p.name]
         if p.ctype == "AtenTensorHandle":
-            args.append(tensor_handle(value))
+            h = tensor_handle(value)
+            named[p.name] = h
+            args.append(h)
         elif p.ctype == "AtenTensorHandle*":
             if value is None:
                 args.append(None)
@@ -329,6 +350,9 @@ def call_shim(lib: ShimLibrary, function: str, device: str, kwargs: dict) -> lis
                 out.append(None if not r.value else lib.to_torch(r, device))
             else:
                 out.append(r.value)
+        if after is not None:
+            for name, h in named.items():
+                after[name] = lib.to_torch(h, device)
         return out
     finally:
         for r in rets:

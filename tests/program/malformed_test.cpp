@@ -342,8 +342,8 @@ TEST(ProgramMalformed, UnreferencedSegment) {
 
 TEST(ProgramMalformed, UnknownDtype) {
   auto s = valid_spec();
-  s.methods[0].dtype = 9;  // c10 ComplexDouble: not a Kiln dtype
-  expect_rejected(build_raw(s), Error::InvalidProgram, "unknown dtype code 9");
+  s.methods[0].dtype = 8;  // c10 ComplexHalf: not a Kiln dtype
+  expect_rejected(build_raw(s), Error::InvalidProgram, "unknown dtype code 8");
 }
 
 TEST(ProgramMalformed, BadDims) {

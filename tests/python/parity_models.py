@@ -112,6 +112,22 @@ class SharedWeightScore(nn.Module):
         return self.shared(x).sum(dim=-1, keepdim=True)
 
 
+class FallbackOps(nn.Module):
+    """Ops AOTInductor leaves to fallback kernels on the CPU: position ids from a padding mask
+    (cumsum), routing (topk), sorting, a spectrum (rfft and complex abs) and a rotary-style
+    product of complex views."""
+
+    def forward(self, x, mask):
+        positions = torch.cumsum(mask, dim=1) * mask - 1
+        top_values, top_index = torch.topk(x, 3, dim=-1)
+        ordered = torch.sort(x, dim=1, stable=True).values
+        spectrum = torch.fft.rfft(x, dim=-1).abs()
+        pairs = torch.view_as_complex(x.reshape(*x.shape[:-1], -1, 2))
+        turn = torch.polar(torch.ones_like(pairs.real), pairs.real)
+        rotated = torch.view_as_real(pairs * turn).flatten(-2)
+        return positions, top_values, top_index, ordered, spectrum, rotated
+
+
 @dataclasses.dataclass
 class Case:
     name: str
@@ -158,6 +174,13 @@ def build_cases() -> list[Case]:
                       {"forward": (bf16_block, (torch.randn(2, 16, 64, dtype=torch.bfloat16),), ({1: seq_b},),
                                    lambda: (torch.randn(2, 9, 64, dtype=torch.bfloat16),))},
                       dtype=torch.bfloat16, cli=False))
+
+    def fallback_inputs(b, t):
+        mask = (torch.rand(b, t) > 0.3).long()
+        return torch.randn(b, t, 8), mask
+
+    cases.append(Case("fallback_ops", {"forward": (FallbackOps().eval(), fallback_inputs(2, 6), None,
+                                                   lambda: fallback_inputs(2, 6))}))
     shared = nn.Linear(16, 16)
     cases.append(Case("two_methods", {
         "forward": (SharedWeightForward(shared).eval(), (torch.randn(3, 16),), None, lambda: (torch.randn(3, 16),)),

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/half_float.h"
+#include "devices/cpu/strided_index.h"
 
 namespace kiln::cpu {
 
@@ -32,29 +33,6 @@ void write_float(char* p, DType dtype, float f) noexcept {
   }
 }
 
-// Calls fn(linear index, element offset) over `t` in row-major order.
-template <typename Fn>
-void for_each_element(const Tensor& t, Fn fn) {
-  const int64_t n = t.numel();
-  if (n == 0) return;
-  const auto& sizes = t.sizes();
-  const auto& strides = t.strides();
-  const size_t dim = sizes.size();
-  std::vector<int64_t> idx(dim, 0);
-  int64_t off = 0;
-  for (int64_t k = 0; k < n; ++k) {
-    fn(k, off);
-    for (size_t j = dim; j-- > 0;) {
-      if (++idx[j] < sizes[j]) {
-        off += strides[j];
-        break;
-      }
-      off -= strides[j] * (sizes[j] - 1);
-      idx[j] = 0;
-    }
-  }
-}
-
 }  // namespace
 
 void load_floats(const Tensor& src, float* dst) noexcept {
@@ -65,7 +43,7 @@ void load_floats(const Tensor& src, float* dst) noexcept {
     return;
   }
   const DType dt = src.dtype();
-  for_each_element(src, [&](int64_t k, int64_t off) { dst[k] = read_float(base + off * elem, dt); });
+  for_each_offset(src.sizes(), src.strides(), [&](int64_t k, int64_t off) { dst[k] = read_float(base + off * elem, dt); });
 }
 
 void store_floats(const float* src, const Tensor& dst) noexcept {
@@ -76,7 +54,7 @@ void store_floats(const float* src, const Tensor& dst) noexcept {
     return;
   }
   const DType dt = dst.dtype();
-  for_each_element(dst, [&](int64_t k, int64_t off) { write_float(base + off * elem, dt, src[k]); });
+  for_each_offset(dst.sizes(), dst.strides(), [&](int64_t k, int64_t off) { write_float(base + off * elem, dt, src[k]); });
 }
 
 std::vector<float> to_floats(const Tensor& src) {

@@ -2,6 +2,8 @@
 
 #include <random>
 
+#include "shims/common/shim_util.h"
+
 namespace kiln::aoti {
 
 namespace {
@@ -22,6 +24,14 @@ RandomSource& current_random_source() noexcept {
   if (t_current != nullptr) return *t_current;
   static RandomSource process_source(entropy_seed());
   return process_source;
+}
+
+Error refuse_generator(AtenGeneratorHandle* generator) {
+  if (generator != nullptr && *generator != nullptr)
+    return invalid(
+        "explicit generators are not supported: Kiln's random ops draw from the method's seed (load option "
+        "aoti.seed)");
+  return Error::Ok;
 }
 
 RandomScope::RandomScope(RandomSource* source) noexcept : previous_(t_current) {

@@ -13,7 +13,9 @@
 #include <atomic>
 #include <cstdint>
 
+#include "kiln/error.h"
 #include "kiln/export.h"
+#include "shims/common/shim_abi.h"
 
 namespace kiln::aoti {
 
@@ -43,6 +45,10 @@ KILN_API RandomSource& current_random_source() noexcept;
 
 /// A seed from the operating system's entropy, for sources nobody seeded.
 KILN_API uint64_t entropy_seed() noexcept;
+
+/// Ok for a null generator argument; Kiln has no generator objects (random
+/// ops draw from the method's seed), so a given one is an error saying so.
+KILN_API Error refuse_generator(AtenGeneratorHandle* generator);
 
 /// Publishes `source` to random ops on this thread until destroyed; nests.
 class KILN_API RandomScope {

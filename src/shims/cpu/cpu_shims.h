@@ -6,6 +6,7 @@
 #pragma once
 
 #include "shims/common/shim_abi.h"
+#include "shims/common/views/view_shims.h"
 
 extern "C" {
 
@@ -334,5 +335,73 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_segment_reduce(AtenTensorHandle d
                                                               AtenTensorHandle* lengths, AtenTensorHandle* indices,
                                                               AtenTensorHandle* offsets, int64_t axis, int32_t unsafe,
                                                               double* initial, AtenTensorHandle* ret0);
+// ---- complex group: FFT, complex views, elementwise arithmetic, views, padding, resizing.
+/// n-dimensional real-to-complex DFT over dim (onesided halves the last); new reference.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__fft_r2c(AtenTensorHandle self, const int64_t* dim,
+                                                        int64_t dim_len_, int64_t normalization,
+                                                        int32_t onesided, AtenTensorHandle* ret0);
+/// n-dimensional complex DFT over dim, forward or inverse; new reference.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__fft_c2c(AtenTensorHandle self, const int64_t* dim,
+                                                        int64_t dim_len_, int64_t normalization,
+                                                        int32_t forward, AtenTensorHandle* ret0);
+/// |self|; complex gives the real dtype.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_abs(AtenTensorHandle self, AtenTensorHandle* ret0);
+/// argument of each element; complex gives the real dtype, integers float32.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_angle(AtenTensorHandle self, AtenTensorHandle* ret0);
+/// abs * exp(i angle) from float32/float64 tensors, broadcast.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_polar(AtenTensorHandle abs, AtenTensorHandle angle,
+                                                     AtenTensorHandle* ret0);
+/// self + alpha * other (double Scalar promotion).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_add_Scalar(AtenTensorHandle self, double other, double alpha,
+                                                          AtenTensorHandle* ret0);
+/// self + alpha * other, broadcast, ATen type promotion.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_add_Tensor(AtenTensorHandle self, AtenTensorHandle other,
+                                                          double alpha, AtenTensorHandle* ret0);
+/// self * other (double Scalar promotion).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_mul_Scalar(AtenTensorHandle self, double other,
+                                                          AtenTensorHandle* ret0);
+/// self * other, broadcast, ATen type promotion.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_mul_Tensor(AtenTensorHandle self, AtenTensorHandle other,
+                                                          AtenTensorHandle* ret0);
+/// self (a double) ** exponent.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_pow_Scalar(double self, AtenTensorHandle exponent,
+                                                          AtenTensorHandle* ret0);
+/// self ** exponent (a double).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_pow_Tensor_Scalar(AtenTensorHandle self, double exponent,
+                                                                 AtenTensorHandle* ret0);
+/// self ** exponent, broadcast.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_pow_Tensor_Tensor(AtenTensorHandle self,
+                                                                 AtenTensorHandle exponent,
+                                                                 AtenTensorHandle* ret0);
+/// greatest common divisor of integer tensors, broadcast.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_gcd(AtenTensorHandle self, AtenTensorHandle other,
+                                                   AtenTensorHandle* ret0);
+/// periodic Hann window of window_length points.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_hann_window(int64_t window_length, int32_t* dtype,
+                                                           int32_t* layout, int32_t* device,
+                                                           int32_t device_index_, int32_t* pin_memory,
+                                                           AtenTensorHandle* ret0);
+/// sets every element of self to value (in place).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_fill__Scalar(AtenTensorHandle self, double value);
+/// constant/reflect/replicate/circular padding of the last dimensions.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_pad(AtenTensorHandle self, const int64_t* pad,
+                                                   int64_t pad_len_, const char* mode, double* value,
+                                                   AtenTensorHandle* ret0);
+/// resizes self in place (see resize.cpp for shared storage).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_resize_(AtenTensorHandle self, const int64_t* size,
+                                                       int64_t size_len_, int32_t* memory_format);
+/// resizes self to the_template's sizes in place.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_resize_as_(AtenTensorHandle self,
+                                                          AtenTensorHandle the_template,
+                                                          int32_t* memory_format);
+/// makes self a view of source's storage and geometry.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_set__source_Tensor(AtenTensorHandle self,
+                                                                  AtenTensorHandle source);
+/// zeros of the given size (an ordinary zero-filled tensor).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__efficientzerotensor(const int64_t* size, int64_t size_len_,
+                                                                    int32_t* dtype, int32_t* layout,
+                                                                    int32_t* device, int32_t device_index_,
+                                                                    int32_t* pin_memory,
+                                                                    AtenTensorHandle* ret0);
 
 }  // extern "C"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "shims/cpu/cpu_shims.h"
+#include "shims/cpu/line_select.h"
 #include "shims/cpu/op_args.h"
 #include "shims/cpu/ordering.h"
 
@@ -48,8 +49,6 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_kthvalue(AtenTensorHandle self_h,
                                                         int32_t keepdim, AtenTensorHandle* ret0,
                                                         AtenTensorHandle* ret1) {
   return aoti::guarded("aoti_torch_cpu_kthvalue", [&]() -> Error {
-    KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
-    KILN_RETURN_IF_ERROR(aoti::out_arg(ret1, "ret1"));
     KILN_ASSIGN_OR_RETURN(Tensor * self, cpu_tensor_arg(self_h, "self"));
     KILN_ASSIGN_OR_RETURN(int64_t d, wrap_dim(dim, self->dim()));
     KILN_RETURN_IF_ERROR(expect_dtype_in(*self, kAllTypes | kReducedFloat, "self", "kthvalue"));
@@ -61,26 +60,9 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_kthvalue(AtenTensorHandle self_h,
       return aoti::invalid("argument 'k' is " + std::to_string(k) + ", out of range for dimension " +
                            std::to_string(d) + " of size " + std::to_string(size));
     const std::vector<int64_t> out_sizes = reduced_sizes(self->sizes(), d, keepdim != 0);
-    KILN_ASSIGN_OR_RETURN(Tensor values, new_cpu_tensor(out_sizes, self->dtype()));
-    KILN_ASSIGN_OR_RETURN(Tensor indices, new_cpu_tensor(out_sizes, DType::Int64));
-    const DimSplit split = DimSplit::of(self->sizes(), self->dim() == 0 ? -1 : d);
-    const size_t n_out = static_cast<size_t>(values.numel());
-    std::vector<int64_t> idx(n_out, 0);
-    KILN_RETURN_IF_ERROR(visit_kind(self->dtype(), [&](auto tag) -> Error {
-      using T = decltype(tag);
-      if constexpr (std::is_same_v<T, Complex>) {
-        return aoti::invalid("complex dtypes are not supported");
-      } else {
-        std::vector<T> v = read_elements<T>(*self);
-        std::vector<T> out(n_out);
-        kth_lines(v, split, k, out, idx);
-        write_elements(out.data(), values);
-        return Error::Ok;
-      }
-    }));
-    write_elements(idx.data(), indices);
-    KILN_RETURN_IF_ERROR(return_tensor(std::move(values), ret0, "ret0"));
-    return return_tensor(std::move(indices), ret1, "ret1");
+    return select_along(*self, d, out_sizes, ret0, ret1, [&](auto& v, const DimSplit& split, auto& out, auto& idx) {
+      kth_lines(v, split, k, out, idx);
+    });
   });
 }
 

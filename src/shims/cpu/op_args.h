@@ -10,17 +10,19 @@
 #include <vector>
 
 #include "shims/common/layout_util.h"
+#include "shims/common/op_util.h"
 #include "shims/common/shim_util.h"
 
 namespace kiln::cpu {
 
+using aoti::optional_dtype_arg;
+using aoti::retyped_view;
+using aoti::return_tensor;
+using aoti::wrap_dim;
+
 /// The defined CPU tensor behind `handle`, or an error naming argument `name`.
 inline Result<Tensor*> cpu_tensor_arg(AtenTensorHandle handle, const char* name) {
-  KILN_ASSIGN_OR_RETURN(Tensor * t, aoti::tensor_arg(handle, name));
-  if (!t->device().is_cpu())
-    return aoti::invalid(std::string("argument '") + name + "' is on " + device_string(t->device()) +
-                         ", expected cpu");
-  return t;
+  return aoti::device_tensor_arg(handle, name, DeviceType::CPU);
 }
 
 /// An optional tensor argument (Tensor? in the schema, passed as a pointer to
@@ -38,37 +40,13 @@ inline Error same_dtype(const Tensor& t, DType dtype, const char* name) {
   return Error::Ok;
 }
 
-/// An optional ScalarType argument (int32_t* in the ABI): nullopt when absent.
-inline Result<std::optional<DType>> optional_dtype_arg(const int32_t* code, const char* name) {
-  if (code == nullptr) return std::optional<DType>{};
-  if (!is_known_dtype(*code))
-    return aoti::invalid(std::string("argument '") + name + "' has unknown dtype code " + std::to_string(*code));
-  return std::optional<DType>{static_cast<DType>(*code)};
-}
 
-/// `dim` wrapped into [0, rank) as ATen does (negative counts from the end; a
-/// 0-d tensor accepts 0 and -1), or an error naming it.
-inline Result<int64_t> wrap_dim(int64_t dim, int64_t rank, const char* name = "dim") {
-  const int64_t r = rank == 0 ? 1 : rank;
-  if (dim < -r || dim >= r)
-    return aoti::invalid(std::string("argument '") + name + "' is " + std::to_string(dim) +
-                         ", out of range for a tensor of rank " + std::to_string(rank));
-  return dim < 0 ? dim + r : dim;
-}
 
 /// A new contiguous CPU tensor, or an out-of-memory error.
 inline Result<Tensor> new_cpu_tensor(std::span<const int64_t> sizes, DType dtype) {
   return Tensor::empty(sizes, dtype, Device{DeviceType::CPU, 0});
 }
 
-/// Hands `t` to the caller through return pointer `ret` (a new reference).
-inline Error return_tensor(Tensor t, AtenTensorHandle* ret, const char* name) {
-  KILN_RETURN_IF_ERROR(aoti::out_arg(ret, name));
-  AtenTensorHandle h = aoti::new_handle(std::move(t));
-  if (h == nullptr) return set_error(Error::OutOfMemory, "out of host memory for a tensor handle");
-  *ret = h;
-  return Error::Ok;
-}
 
 /// A new CPU tensor shaped like `like` with ATen's empty_like strides (the
 /// same strides when `like` is dense, else dense in its memory order).
@@ -114,5 +92,21 @@ inline std::vector<int64_t> reduced_sizes(std::span<const int64_t> sizes, int64_
   }
   return out;
 }
+
+/// The TensorOptions arguments of a factory op (dtype, layout, device,
+/// pin_memory, each nullable): the dtype (`fallback` when absent), or an
+/// error unless layout is strided, the device the CPU and pin_memory false.
+inline Result<DType> factory_options(const int32_t* dtype, const int32_t* layout, const int32_t* device,
+                                     const int32_t* pin_memory, DType fallback) {
+  KILN_ASSIGN_OR_RETURN(std::optional<DType> dt, optional_dtype_arg(dtype, "dtype"));
+  if (layout != nullptr && *layout != 0)
+    return aoti::invalid("argument 'layout' is " + std::to_string(*layout) + ", only strided (0) is supported");
+  if (device != nullptr && *device != static_cast<int32_t>(DeviceType::CPU))
+    return aoti::invalid("argument 'device' is device type " + std::to_string(*device) + ", expected cpu");
+  if (pin_memory != nullptr && *pin_memory != 0)
+    return aoti::invalid("argument 'pin_memory' is true, which a CPU fallback cannot provide");
+  return dt ? *dt : fallback;
+}
+
 
 }  // namespace kiln::cpu

@@ -70,13 +70,6 @@ Error fill(const Tensor& out, Fn fn) {
   return Error::Ok;
 }
 
-Error no_generator(AtenGeneratorHandle* generator) {
-  if (generator != nullptr && *generator != nullptr)
-    return aoti::invalid(
-        "explicit generators are not supported: Kiln's random ops draw from the method's seed (load option "
-        "aoti.seed)");
-  return Error::Ok;
-}
 
 // The factory arguments every creation overload takes: size, dtype, device.
 struct Factory {
@@ -126,7 +119,7 @@ Result<Tensor> make(const Factory& f) { return new_cpu_tensor(f.sizes, f.dtype);
 AOTITorchError rand_like_factory(const char* fn, const int64_t* size, int64_t size_len, AtenGeneratorHandle* gen,
                                  int32_t* dtype, int32_t* device, AtenTensorHandle* ret0, bool normal) {
   return aoti::guarded(fn, [&]() -> Error {
-    KILN_RETURN_IF_ERROR(no_generator(gen));
+    KILN_RETURN_IF_ERROR(aoti::refuse_generator(gen));
     KILN_ASSIGN_OR_RETURN(Factory f, factory_args(size, size_len, dtype, device, DType::Float32));
     KILN_RETURN_IF_ERROR(floating_only(f.dtype, normal ? "randn" : "rand"));
     KILN_ASSIGN_OR_RETURN(Tensor out, make(f));
@@ -138,7 +131,7 @@ AOTITorchError rand_like_factory(const char* fn, const int64_t* size, int64_t si
 AOTITorchError randint_factory(const char* fn, int64_t low, int64_t high, const int64_t* size, int64_t size_len,
                                AtenGeneratorHandle* gen, int32_t* dtype, int32_t* device, AtenTensorHandle* ret0) {
   return aoti::guarded(fn, [&]() -> Error {
-    KILN_RETURN_IF_ERROR(no_generator(gen));
+    KILN_RETURN_IF_ERROR(aoti::refuse_generator(gen));
     // The schema's default (int64) reaches the shim as an explicit dtype; a null
     // dtype is None, which ATen resolves to the default dtype, float32.
     KILN_ASSIGN_OR_RETURN(Factory f, factory_args(size, size_len, dtype, device, DType::Float32));
@@ -234,7 +227,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_randperm(int64_t n, int32_t* dtyp
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_uniform(AtenTensorHandle self, double from, double to,
                                                        AtenGeneratorHandle* generator, AtenTensorHandle* ret0) {
   return aoti::guarded("aoti_torch_cpu_uniform", [&]() -> Error {
-    KILN_RETURN_IF_ERROR(no_generator(generator));
+    KILN_RETURN_IF_ERROR(aoti::refuse_generator(generator));
     KILN_ASSIGN_OR_RETURN(Tensor * s, cpu_tensor_arg(self, "self"));
     KILN_RETURN_IF_ERROR(floating_only(s->dtype(), "uniform"));
     if (!(from <= to)) return aoti::invalid("uniform expects from <= to, got " + std::to_string(from) + " > " + std::to_string(to));
@@ -248,7 +241,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_normal_functional(AtenTensorHandl
                                                                  AtenGeneratorHandle* generator,
                                                                  AtenTensorHandle* ret0) {
   return aoti::guarded("aoti_torch_cpu_normal_functional", [&]() -> Error {
-    KILN_RETURN_IF_ERROR(no_generator(generator));
+    KILN_RETURN_IF_ERROR(aoti::refuse_generator(generator));
     KILN_ASSIGN_OR_RETURN(Tensor * s, cpu_tensor_arg(self, "self"));
     KILN_RETURN_IF_ERROR(floating_only(s->dtype(), "normal"));
     if (!(std >= 0.0)) return aoti::invalid("normal expects std >= 0.0, got " + std::to_string(std));
@@ -261,7 +254,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_normal_functional(AtenTensorHandl
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_exponential(AtenTensorHandle self, double lambd,
                                                            AtenGeneratorHandle* generator, AtenTensorHandle* ret0) {
   return aoti::guarded("aoti_torch_cpu_exponential", [&]() -> Error {
-    KILN_RETURN_IF_ERROR(no_generator(generator));
+    KILN_RETURN_IF_ERROR(aoti::refuse_generator(generator));
     KILN_ASSIGN_OR_RETURN(Tensor * s, cpu_tensor_arg(self, "self"));
     KILN_RETURN_IF_ERROR(floating_only(s->dtype(), "exponential"));
     if (!(lambd > 0.0)) return aoti::invalid("exponential expects lambd > 0.0, got " + std::to_string(lambd));
@@ -275,7 +268,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_exponential(AtenTensorHandle self
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bernoulli__float(AtenTensorHandle self, double p,
                                                                 AtenGeneratorHandle* generator) {
   return aoti::guarded("aoti_torch_cpu_bernoulli__float", [&]() -> Error {
-    KILN_RETURN_IF_ERROR(no_generator(generator));
+    KILN_RETURN_IF_ERROR(aoti::refuse_generator(generator));
     KILN_ASSIGN_OR_RETURN(Tensor * s, cpu_tensor_arg(self, "self"));
     if (!(p >= 0.0 && p <= 1.0)) return aoti::invalid("bernoulli expects 0 <= p <= 1, got " + std::to_string(p));
     Draws draws(s->numel(), 2);
@@ -286,7 +279,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bernoulli__float(AtenTensorHandle
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bernoulli__Tensor(AtenTensorHandle self, AtenTensorHandle p,
                                                                  AtenGeneratorHandle* generator) {
   return aoti::guarded("aoti_torch_cpu_bernoulli__Tensor", [&]() -> Error {
-    KILN_RETURN_IF_ERROR(no_generator(generator));
+    KILN_RETURN_IF_ERROR(aoti::refuse_generator(generator));
     KILN_ASSIGN_OR_RETURN(Tensor * s, cpu_tensor_arg(self, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor * pt, cpu_tensor_arg(p, "p"));
     KILN_ASSIGN_OR_RETURN(Tensor probs, broadcast_view(*pt, s->sizes(), "p"));

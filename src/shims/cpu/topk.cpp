@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "shims/cpu/cpu_shims.h"
+#include "shims/cpu/line_select.h"
 #include "shims/cpu/op_args.h"
 #include "shims/cpu/ordering.h"
 
@@ -55,8 +56,6 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_topk(AtenTensorHandle self_h, int
                                                     AtenTensorHandle* ret1) {
   (void)sorted;
   return aoti::guarded("aoti_torch_cpu_topk", [&]() -> Error {
-    KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
-    KILN_RETURN_IF_ERROR(aoti::out_arg(ret1, "ret1"));
     KILN_ASSIGN_OR_RETURN(Tensor * self, cpu_tensor_arg(self_h, "self"));
     KILN_ASSIGN_OR_RETURN(int64_t d, wrap_dim(dim, self->dim()));
     KILN_RETURN_IF_ERROR(expect_dtype_in(*self, kAllTypes | kReducedFloat, "self", "topk"));
@@ -67,26 +66,9 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_topk(AtenTensorHandle self_h, int
     if (self->dim() == 0) k = 1;  // ATen returns the element itself
     std::vector<int64_t> out_sizes = self->sizes();
     if (self->dim() > 0) out_sizes[static_cast<size_t>(d)] = k;
-    KILN_ASSIGN_OR_RETURN(Tensor values, new_cpu_tensor(out_sizes, self->dtype()));
-    KILN_ASSIGN_OR_RETURN(Tensor indices, new_cpu_tensor(out_sizes, DType::Int64));
-    const DimSplit split = DimSplit::of(self->sizes(), self->dim() == 0 ? -1 : d);
-    const size_t n_out = static_cast<size_t>(values.numel());
-    std::vector<int64_t> idx(n_out, 0);
-    KILN_RETURN_IF_ERROR(visit_kind(self->dtype(), [&](auto tag) -> Error {
-      using T = decltype(tag);
-      if constexpr (std::is_same_v<T, Complex>) {
-        return aoti::invalid("complex dtypes are not supported");
-      } else {
-        std::vector<T> v = read_elements<T>(*self);
-        std::vector<T> out(n_out);
-        if (k > 0) topk_lines(v, split, k, largest != 0, out, idx);
-        write_elements(out.data(), values);
-        return Error::Ok;
-      }
-    }));
-    write_elements(idx.data(), indices);
-    KILN_RETURN_IF_ERROR(return_tensor(std::move(values), ret0, "ret0"));
-    return return_tensor(std::move(indices), ret1, "ret1");
+    return select_along(*self, d, out_sizes, ret0, ret1, [&](auto& v, const DimSplit& split, auto& out, auto& idx) {
+      if (k > 0) topk_lines(v, split, k, largest != 0, out, idx);
+    });
   });
 }
 

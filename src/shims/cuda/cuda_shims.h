@@ -45,6 +45,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_alloc(uint
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(void* ptr);
 
 // ---- Fallback ops (one file per op in this directory) --------------------------
+// The ops that run Kiln's CPU op on host copies until they have CUDA code of
+// their own are declared in host_staged.h.
 /// Kiln's fused op kiln::rms_norm_linear: *ret0 = linear(rms_norm(x) * (norm_weight +
 /// weight_offset), weight), at most 4 rows of x (the GEMV kernel's RMSNorm prologue).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_rms_norm_linear(AtenTensorHandle x, AtenTensorHandle norm_weight,
@@ -111,5 +113,11 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_exponential(AtenTensorHandle sel
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bernoulli__float(AtenTensorHandle self, double p, AtenGeneratorHandle* generator);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bernoulli__Tensor(AtenTensorHandle self, AtenTensorHandle p, AtenGeneratorHandle* generator);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_native_dropout(AtenTensorHandle input, double p, int32_t* train, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+
+// ---- Sorting and selection (sort.cpp, nonzero.cpp): CUB segmented sort and select.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_sort(AtenTensorHandle self, int64_t dim, int32_t descending, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, int32_t* stable, int64_t dim, int32_t descending, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest, int32_t sorted, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_nonzero(AtenTensorHandle self, AtenTensorHandle* ret0);
 
 }  // extern "C"

@@ -11,28 +11,16 @@
 #include "devices/cuda/device/cuda_thread_state.h"
 #include "devices/cuda/kernels/element_access.cuh"
 #include "shims/common/layout_util.h"
+#include "shims/common/op_util.h"
 #include "shims/common/shim_util.h"
 #include "shims/cuda/tensor_ref.h"
 
 namespace kiln::cudadev {
 
-/// `dim` wrapped into [0, rank) as ATen does (a 0-d tensor accepts 0 and -1).
-inline Result<int64_t> wrap_dim(int64_t dim, int64_t rank, const char* name = "dim") {
-  const int64_t r = rank == 0 ? 1 : rank;
-  if (dim < -r || dim >= r)
-    return set_error(Error::InvalidArgument, std::string("argument '") + name + "' is " + std::to_string(dim) +
-                                                 ", out of range for a tensor of rank " + std::to_string(rank));
-  return dim < 0 ? dim + r : dim;
-}
+using aoti::optional_dtype_arg;
+using aoti::wrap_dim;
 
-/// An optional ScalarType argument: nullopt when absent.
-inline Result<std::optional<DType>> optional_dtype_arg(const int32_t* code, const char* name) {
-  if (code == nullptr) return std::optional<DType>{};
-  if (!is_known_dtype(*code))
-    return set_error(Error::InvalidArgument,
-                     std::string("argument '") + name + "' has unknown dtype code " + std::to_string(*code));
-  return std::optional<DType>{static_cast<DType>(*code)};
-}
+
 
 /// A kernel's view of `sizes`/`strides`, or an error past StridedIndexer::kMaxDims.
 inline Result<StridedIndexer> indexer(std::span<const int64_t> sizes, std::span<const int64_t> strides) {

@@ -22,13 +22,6 @@ using namespace kiln::cudadev;
 
 namespace {
 
-Error no_generator(AtenGeneratorHandle* generator) {
-  if (generator != nullptr && *generator != nullptr)
-    return aoti::invalid(
-        "explicit generators are not supported: Kiln's random ops draw from the method's seed (load option "
-        "aoti.seed)");
-  return Error::Ok;
-}
 
 // Fills `t` (a CUDA tensor) with `fill` drawn from the current source.
 Error fill_tensor(const TensorRef& t, RandomFill fill) {
@@ -62,7 +55,7 @@ AOTITorchError float_factory(const char* fn, const int64_t* size, int64_t size_l
                              int32_t* dtype, int32_t* device, int32_t device_index, AtenTensorHandle* ret0,
                              RandomDistribution distribution) {
   return aoti::guarded(fn, [&]() -> Error {
-    KILN_RETURN_IF_ERROR(no_generator(gen));
+    KILN_RETURN_IF_ERROR(aoti::refuse_generator(gen));
     KILN_ASSIGN_OR_RETURN(OwnedHandle out, factory(size, size_len, dtype, DType::Float32, device, device_index));
     KILN_ASSIGN_OR_RETURN(TensorRef t, read_tensor(out.get(), "ret0"));
     KILN_RETURN_IF_ERROR(floating_only(t.dtype, distribution == RandomDistribution::Normal ? "randn" : "rand"));
@@ -90,7 +83,7 @@ AOTITorchError int_factory(const char* fn, int64_t low, int64_t high, const int6
                            AtenGeneratorHandle* gen, int32_t* dtype, int32_t* device, int32_t device_index,
                            AtenTensorHandle* ret0) {
   return aoti::guarded(fn, [&]() -> Error {
-    KILN_RETURN_IF_ERROR(no_generator(gen));
+    KILN_RETURN_IF_ERROR(aoti::refuse_generator(gen));
     // A null dtype is None, which ATen resolves to the default dtype float32.
     KILN_ASSIGN_OR_RETURN(OwnedHandle out, factory(size, size_len, dtype, DType::Float32, device, device_index));
     KILN_ASSIGN_OR_RETURN(TensorRef t, read_tensor(out.get(), "ret0"));
@@ -103,7 +96,7 @@ AOTITorchError int_factory(const char* fn, int64_t low, int64_t high, const int6
 AOTITorchError like_self(const char* fn, AtenTensorHandle self, AtenGeneratorHandle* gen, AtenTensorHandle* ret0,
                          RandomFill fill, const char* op) {
   return aoti::guarded(fn, [&]() -> Error {
-    KILN_RETURN_IF_ERROR(no_generator(gen));
+    KILN_RETURN_IF_ERROR(aoti::refuse_generator(gen));
     KILN_ASSIGN_OR_RETURN(TensorRef s, read_tensor(self, "self"));
     KILN_RETURN_IF_ERROR(floating_only(s.dtype, op));
     KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_tensor_like(s, s.dtype));
@@ -276,7 +269,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_exponential(AtenTensorHandle sel
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bernoulli__float(AtenTensorHandle self, double p,
                                                                  AtenGeneratorHandle* generator) {
   return aoti::guarded("aoti_torch_cuda_bernoulli__float", [&]() -> Error {
-    KILN_RETURN_IF_ERROR(no_generator(generator));
+    KILN_RETURN_IF_ERROR(aoti::refuse_generator(generator));
     if (!(p >= 0.0 && p <= 1.0)) return aoti::invalid("bernoulli expects 0 <= p <= 1, got " + std::to_string(p));
     KILN_ASSIGN_OR_RETURN(TensorRef s, read_tensor(self, "self"));
     RandomFill fill;
@@ -289,7 +282,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bernoulli__float(AtenTensorHandl
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bernoulli__Tensor(AtenTensorHandle self, AtenTensorHandle p,
                                                                   AtenGeneratorHandle* generator) {
   return aoti::guarded("aoti_torch_cuda_bernoulli__Tensor", [&]() -> Error {
-    KILN_RETURN_IF_ERROR(no_generator(generator));
+    KILN_RETURN_IF_ERROR(aoti::refuse_generator(generator));
     KILN_ASSIGN_OR_RETURN(TensorRef s, read_tensor(self, "self"));
     KILN_ASSIGN_OR_RETURN(TensorRef pt, read_tensor(p, "p"));
     // p broadcasts to self: trailing dimensions aligned, size-1 ones repeated.

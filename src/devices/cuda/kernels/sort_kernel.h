@@ -22,7 +22,7 @@ struct LineShape {
   int64_t outer = 1;
   int64_t size = 1;
   int64_t inner = 1;
-  int64_t lines() const { return outer * inner; }
+  __host__ __device__ int64_t lines() const { return outer * inner; }
 };
 
 /// True if sort_lines can sort `dtype` (every real dtype Kiln computes on).
