@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "zoo"))
 
-from zoo_models import KINDS, ZOO  # noqa: E402
+from zoo_models import KINDS, ZOO, compact  # noqa: E402
 from zoo_report import OUTCOMES  # noqa: E402
 
 NOT_RUN = "not run"
@@ -68,7 +68,7 @@ def reason(row: dict) -> str:
     text = row.get("detail") or ""
     if row["status"] == "missing_ops":
         text = ", ".join(f"`{op}`" for op in row.get("missing", []))
-    return " ".join(text.split())[:220].replace("|", "\\|")
+    return compact(" ".join(text.split()))[:220].replace("|", "\\|")
 
 
 def cuda_cell(rows: list[dict] | None) -> tuple[str, list[str]]:

@@ -617,7 +617,15 @@ def first_line(e: BaseException) -> str:
     if "C++ compile error" in line:
         detail = next((x.strip() for x in lines if "error:" in x), "")
         line = f"{line}: {detail}" if detail else line
-    return f"{type(e).__name__}: {line}"[:400]
+    return compact(f"{type(e).__name__}: {line}")[:400]
+
+
+def compact(text: str) -> str:
+    """`text` with Inductor's generated file paths (/tmp/torchinductor_<user>/<hash>/<hash>.kernel.cpp:275:83)
+    shortened to the kind of file (generated kernel.cpp), which is what a reader can use."""
+    import re
+
+    return re.sub(r"\S*/\w+\.(kernel|wrapper)\.cpp(:\d+)*:?", r"generated \1.cpp:", text)
 
 
 def _custom_ops(ep) -> list[str]:
