@@ -69,7 +69,7 @@ export KILN_CLI="$PWD/$build_dir/kiln"
 export KILN_PARITY_PROGRAM_DIR="$scratch/parity-programs"
 mkdir "$KILN_PARITY_PROGRAM_DIR"
 set +e
-python3 -m pytest -q tests/python tests/ops "$@"
+python3 -m pytest -q tests/python tests/ops tests/zoo "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then

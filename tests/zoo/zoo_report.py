@@ -1,0 +1,99 @@
+"""What the zoo tests share: the comparison with eager, the outcome of a model in words, the
+report rows, and parallel exports. Used by tests/zoo (CPU) and tests/gpu/test_zoo_cuda.py."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+from typing import Any, Callable
+
+#: One row per model (and per dtype/mode on CUDA), added by the tests as they run.
+ROWS: list[dict] = []
+
+#: Outcome -> what it means; `xfail` outcomes are failures of torch.export or Inductor
+#: themselves, which PyTorch's own AOTI loader would hit too.
+OUTCOMES = {
+    "pass": "Kiln matches eager",
+    "export_failed": "torch.export fails (xfail)",
+    "inductor_failed": "AOTInductor fails, stock packaging too (xfail)",
+    "missing_ops": "Kiln lacks fallback ops",
+    "kiln_export_failed": "kiln.export fails where stock AOTInductor compiles",
+    "run_failed": "Kiln fails to load or run the program",
+    "mismatch": "Kiln differs from eager",
+}
+XFAIL = ("export_failed", "inductor_failed")
+
+
+def relative_error(actual, expected) -> float:
+    """max |actual - expected| / max |expected| (floored at 1e-6), in float64."""
+    actual, expected = actual.double(), expected.double()
+    scale = max(expected.abs().max().item(), 1e-6)
+    return (actual - expected).abs().max().item() / scale
+
+
+def compare(model, fresh_inputs: list[tuple], run_kiln: Callable[[tuple], list], tolerance: float) -> tuple[float, list[str]]:
+    """Runs eager and Kiln on every input tuple; returns (max relative error, problems) where a
+    problem is a wrong output count, shape, dtype, a non-finite Kiln output where eager's is
+    finite, or an error over `tolerance`."""
+    import torch
+
+    problems, worst = [], 0.0
+    for inputs in fresh_inputs:
+        with torch.no_grad():
+            expected = model(*inputs)
+        expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
+        actual = run_kiln(inputs)
+        sizes = "x".join(str(tuple(x.shape)) for x in inputs)
+        if len(actual) != len(expected):
+            problems.append(f"inputs {sizes}: {len(actual)} outputs, eager has {len(expected)}")
+            continue
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            a = a.to(e.device)
+            if a.shape != e.shape or a.dtype != e.dtype:
+                problems.append(f"inputs {sizes} output {i}: {a.dtype}{tuple(a.shape)}, eager {e.dtype}{tuple(e.shape)}")
+                continue
+            if bool(torch.isfinite(e).all()) and not bool(torch.isfinite(a).all()):
+                problems.append(f"inputs {sizes} output {i}: non-finite values where eager's are finite")
+                worst = float("inf")
+                continue
+            err = relative_error(a, e)
+            worst = max(worst, err)
+            if not err <= tolerance:
+                problems.append(f"inputs {sizes} output {i}: relative error {err:.3g} > {tolerance:g}")
+    return worst, problems
+
+
+def export_all(jobs: dict[Any, tuple], worker: Callable, workers: int, log: Callable[[str], None] = print) -> dict:
+    """worker(*args) for every key -> args of `jobs` in `workers` spawned processes (each export
+    gets a fresh Inductor; a crash takes down one worker, not the test run). Returns key -> the
+    worker's result dict, or {status: kiln_export_failed, detail} where the worker died."""
+    results: dict[Any, Any] = {}
+    if not jobs:
+        return results
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs))), mp_context=ctx,
+                                                initializer=_worker_init) as pool:
+        futures = {pool.submit(worker, *args): key for key, args in jobs.items()}
+        for fut in concurrent.futures.as_completed(futures):
+            key = futures[fut]
+            try:
+                results[key] = fut.result()
+            except Exception as e:  # noqa: BLE001 - the worker died (segfault, out of memory)
+                results[key] = {"status": "kiln_export_failed", "detail": f"export worker died: {e}",
+                                "missing": [], "export_s": None}
+            r = results[key]
+            log(f"[kiln zoo] exported {key}: {r['status']} {r.get('export_s') or ''} {r['detail'][:120]}".rstrip())
+    return results
+
+
+def _worker_init() -> None:
+    # Two export processes share the machine's cores: Inductor's own pool of compile
+    # subprocesses per worker would only add start-up time and contention.
+    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    import torch
+
+    torch.set_num_threads(1)
