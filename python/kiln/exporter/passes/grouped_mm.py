@@ -10,6 +10,10 @@ does not have, and the model could not run. Both compute, for input [S, K], weig
 [G, K, N] and offs [G] (cumulative end rows), what ``kiln::grouped_mm`` does, which the
 library calls as ``aoti_torch_<device>_grouped_mm``.
 
+The routing before the products counts each expert's rows with ``histc``, on integer
+expert ids when the model was exported on CUDA; Kiln's histc counts floats (as ATen's
+CPU kernel does), so such a histc is rewritten to count float32 copies of the ids.
+
 ``aten._grouped_mm`` has other forms, rewritten or refused here by name:
 
   2-d input x 3-d weight, offs         kiln::grouped_mm (the MoE form)
@@ -76,6 +80,34 @@ def _plan(node):
                          "and 3-d x 3-d without; this form is not supported")
 
 
+def _count_in_float(gm, torch) -> int:
+    """Makes every histc of integers count float32 copies of them, cast back after.
+
+    The routing counts each expert's rows with histc, on integer expert ids on CUDA
+    (float ones on the CPU). Kiln's histc takes floating inputs only, as ATen's CPU
+    kernel does; for ids below 2^24 the float32 histogram is the same, count for count.
+    Returns how many were changed."""
+    aten = torch.ops.aten
+    changed = 0
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not aten.histc.default:
+            continue
+        x = node.args[0]
+        dtype = x.meta["val"].dtype
+        if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+            continue
+        if any(user.op == "output" for user in node.users):
+            continue  # the program returns it by its node's name: left as it is
+        with gm.graph.inserting_before(node):
+            xf = gm.graph.call_function(aten._to_copy.default, (x,), {"dtype": torch.float32})
+        node.replace_input_with(x, xf)
+        with gm.graph.inserting_after(node):
+            back = gm.graph.call_function(aten._to_copy.default, (node,), {"dtype": dtype})
+        node.replace_all_uses_with(back, delete_user_cb=lambda user: user is not back)
+        changed += 1
+    return changed
+
+
 def rewrite_grouped_mm(ep, log: Callable[[str], Any] | None = None, available: bool = True):
     """Returns a new ExportedProgram with every grouped product rewritten (or ``ep`` itself
     if there is none). ``available``: whether the target device's runtime implements
@@ -100,6 +132,7 @@ def rewrite_grouped_mm(ep, log: Callable[[str], Any] | None = None, available: b
                              "runtime does not implement (no aoti_torch_<device>_grouped_mm)")
     gm = copy.deepcopy(ep.graph_module)
     by_name = {n.name: n for n in gm.graph.nodes}
+    histograms = _count_in_float(gm, torch)
     for name, (kind, args) in plans.items():
         # Retargeted in place: the node keeps its name, which the graph signature uses
         # when the product is an output of the program.
@@ -116,5 +149,6 @@ def rewrite_grouped_mm(ep, log: Callable[[str], Any] | None = None, available: b
                 *[n.meta["val"] for n in gm.graph.nodes if n.op == "placeholder"])
     if log is not None:
         log(f"grouped mm: {grouped} grouped product(s) now kiln::grouped_mm"
-            + (f", {len(plans) - grouped} batched one(s) aten.bmm" if len(plans) > grouped else ""))
+            + (f", {len(plans) - grouped} batched one(s) aten.bmm" if len(plans) > grouped else "")
+            + (f", {histograms} integer histc(s) counted in float32" if histograms else ""))
     return ep._update(gm, ep.graph_signature)
