@@ -207,10 +207,15 @@ BASE_OPTIONS = {
 
 
 def test_base_options_exist_in_this_torch_and_have_expected_values():
-    assert ab.AotiBackend().aoti_compile_options({}) == BASE_OPTIONS
+    from kiln.exporter.kiln_ops import c_shims
+
+    # Compile spec grouped_mm (on by default) declares Kiln's op kiln::grouped_mm.
+    base = {**BASE_OPTIONS, "aot_inductor.custom_ops_to_c_shims": c_shims("cpu", ["grouped_mm"])}
+    assert ab.AotiBackend().aoti_compile_options({}) == base
+    assert ab.AotiBackend().aoti_compile_options({"grouped_mm": "off"}) == BASE_OPTIONS
     opts = CpuBackend().aoti_compile_options({})
     # CPU kernels take their OpenMP thread count at run time (aoti.num_threads).
-    assert opts == {**BASE_OPTIONS, "cpp.dynamic_threads": True}
+    assert opts == {**base, "cpp.dynamic_threads": True}
     ab.validate_inductor_options(opts)
 
 

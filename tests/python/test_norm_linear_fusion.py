@@ -131,7 +131,7 @@ def test_a_device_without_the_shim_refuses_the_spec():
 
     with pytest.raises(ValueError, match="aoti_torch_mps_rms_norm_linear"):
         MetalBackend().custom_passes({"fuse_norm_linear": "on"})
-    assert MetalBackend().custom_passes({"fuse_norm_linear": "off"}) == []  # off: no pass, no error
+    assert MetalBackend().custom_passes({"fuse_norm_linear": "off", "grouped_mm": "off"}) == []  # off: no pass, no error
 
 
 def test_cuda_fuses_decode_rows_only():
@@ -139,7 +139,7 @@ def test_cuda_fuses_decode_rows_only():
     unfused; a one-token step fuses."""
     torch.manual_seed(5)
     model = Block().eval()
-    assert len(CudaBackend().custom_passes({"fuse_norm_linear": "on"})) == 2
+    assert len(CudaBackend().custom_passes({"fuse_norm_linear": "on", "grouped_mm": "off"})) == 2
     assert fused_ops(fuse_norm_linear(export_block(model), max_rows=CudaBackend.NORM_LINEAR_MAX_ROWS)) == 0
     step = torch.export.export(model, (torch.randn(2, 1, D),))
     assert fused_ops(fuse_norm_linear(step, max_rows=4)) == 2

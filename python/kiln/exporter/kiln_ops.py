@@ -11,18 +11,30 @@ result through ``AtenTensorHandle*``). That is how a fused op reaches a kernel o
 ``linear(rms_norm(x) * (norm_weight + weight_offset), weight)`` with the norm computed in
 float32 and its result rounded to x's dtype, as Gemma's RMSNorm (weight_offset 1) and
 the plain one (0) do before the projection that follows them.
+
+``kiln::grouped_mm(input, weight, offs)`` is the experts' product of a Mixture-of-Experts
+layer: ``input`` [S, K] holds rows sorted by expert, ``offs`` [G] (int32 or int64) the
+cumulative end row of each expert's group, ``weight`` [G, K, N] (any strides: models
+pass a transposed view of [G, N, K]); row r of group g gives ``input[r] @ weight[g]``,
+and rows past ``offs[-1]`` are zero. It is what ``transformers::grouped_mm_fallback``
+computes and what ``aten._grouped_mm`` does for a 2-d input and 3-d weight with offsets
+(passes/grouped_mm.py puts it in place of both).
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["RMS_NORM_LINEAR", "c_shims", "c_shim_name"]
+__all__ = ["GROUPED_MM", "RMS_NORM_LINEAR", "c_shims", "c_shim_name"]
 
 _DECLARATIONS = {
     "rms_norm_linear": (
         "AOTITorchError {name}(AtenTensorHandle x, AtenTensorHandle norm_weight, AtenTensorHandle weight, "
         "double eps, double weight_offset, AtenTensorHandle* ret0)"
+    ),
+    "grouped_mm": (
+        "AOTITorchError {name}(AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle offs, "
+        "AtenTensorHandle* ret0)"
     ),
 }
 
@@ -44,12 +56,39 @@ def _(x, norm_weight, weight, eps, weight_offset):
 RMS_NORM_LINEAR = torch.ops.kiln.rms_norm_linear.default
 
 
+@torch.library.custom_op("kiln::grouped_mm", mutates_args=())
+def _grouped_mm(input: torch.Tensor, weight: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    out = input.new_zeros((input.shape[0], weight.shape[2]))
+    start = 0
+    for g, end in enumerate(offs.tolist()):
+        if end < start or end > input.shape[0]:
+            raise ValueError(f"kiln::grouped_mm: offs[{g}] = {end} is not in [{start}, {input.shape[0]}]")
+        if end > start:
+            out[start:end] = input[start:end] @ weight[g]
+        start = end
+    return out
+
+
+@_grouped_mm.register_fake
+def _(input, weight, offs):
+    torch._check(input.dim() == 2 and weight.dim() == 3 and offs.dim() == 1,
+                 lambda: "kiln::grouped_mm: expected input [S, K], weight [G, K, N], offs [G]")
+    torch._check(input.shape[1] == weight.shape[1] and offs.shape[0] == weight.shape[0],
+                 lambda: "kiln::grouped_mm: input, weight and offs disagree in K or G")
+    return input.new_empty((input.shape[0], weight.shape[2]))
+
+
+GROUPED_MM = torch.ops.kiln.grouped_mm.default
+
+
 def c_shim_name(op_name: str, device: str) -> str:
     """The function a library for ``device`` calls for Kiln op ``op_name``."""
     return f"aoti_torch_{device}_{op_name}"
 
 
-def c_shims(device: str) -> dict:
-    """``aot_inductor.custom_ops_to_c_shims`` for every Kiln op, on ``device``."""
-    ops = {"rms_norm_linear": RMS_NORM_LINEAR}
-    return {op: [_DECLARATIONS[name].format(name=c_shim_name(name, device))] for name, op in ops.items()}
+def c_shims(device: str, names=None) -> dict:
+    """``aot_inductor.custom_ops_to_c_shims`` for Kiln's ops ``names`` (default: every
+    one), on ``device``."""
+    ops = {"rms_norm_linear": RMS_NORM_LINEAR, "grouped_mm": GROUPED_MM}
+    names = list(ops) if names is None else names
+    return {ops[name]: [_DECLARATIONS[name].format(name=c_shim_name(name, device))] for name in names}

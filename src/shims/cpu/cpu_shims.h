@@ -26,6 +26,12 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, Ate
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_rms_norm_linear(AtenTensorHandle x, AtenTensorHandle norm_weight,
                                                                AtenTensorHandle weight, double eps,
                                                                double weight_offset, AtenTensorHandle* ret0);
+/// Kiln's op kiln::grouped_mm (python/kiln/exporter/kiln_ops.py): input [S, K] with rows
+/// sorted by group, weight [G, K, N] (any strides), offs [G] int32/int64 the groups'
+/// cumulative end rows; *ret0 [S, N] = input[rows of g] @ weight[g] per group, zero past
+/// offs[G-1]. offs out of order or past S is an error naming the value.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_grouped_mm(AtenTensorHandle input, AtenTensorHandle weight,
+                                                          AtenTensorHandle offs, AtenTensorHandle* ret0);
 /// aten::convolution (1-3 spatial dims, batched input); bias may be null; *ret0 is a new reference.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_convolution(
     AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,

@@ -52,6 +52,12 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_caching_allocator_raw_delete(voi
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_rms_norm_linear(AtenTensorHandle x, AtenTensorHandle norm_weight,
                                                                 AtenTensorHandle weight, double eps,
                                                                 double weight_offset, AtenTensorHandle* ret0);
+/// Kiln's op kiln::grouped_mm: input [S, K] with rows sorted by group, weight [G, K, N]
+/// (any strides), offs [G] int32/int64 (on the GPU, never read by the host) the groups'
+/// cumulative end rows; *ret0 [S, N] = input[rows of g] @ weight[g] per group, zero past
+/// offs[G-1]. Does not synchronise; invalid offs are clamped on the device, not reported.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_grouped_mm(AtenTensorHandle input, AtenTensorHandle weight,
+                                                           AtenTensorHandle offs, AtenTensorHandle* ret0);
 /// out = self @ mat2 (2-D), cuBLASLt. out is preallocated with the result shape.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                        AtenTensorHandle mat2);

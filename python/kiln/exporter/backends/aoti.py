@@ -28,6 +28,7 @@ from kiln.exporter.compile_specs import spec_bool
 from kiln.exporter.constants_table import METADATA_KEY as CONSTANTS_METADATA_KEY
 from kiln.exporter.constants_table import encode_constants_table, parse_constants_info
 from kiln.exporter.elf_imports import read_elf_imports
+from kiln.exporter.passes.grouped_mm import rewrite_grouped_mm
 from kiln.exporter.passes.norm_linear_fusion import fuse_norm_linear
 from kiln.exporter.passes.projection_fusion import fuse_projections
 from kiln.exporter.progress import Progress
@@ -231,7 +232,7 @@ class AotiBackend:
 
     #: The compile specs this backend reads; kiln.export warns about any other key
     #: (UnreadCompileSpecWarning). Subclasses add theirs.
-    COMPILE_SPECS: frozenset[str] = frozenset({"fuse_projections", "fuse_norm_linear"})
+    COMPILE_SPECS: frozenset[str] = frozenset({"fuse_projections", "fuse_norm_linear", "grouped_mm"})
 
     def __init__(
         self,
@@ -274,22 +275,33 @@ class AotiBackend:
         }
 
     def _kiln_op_options(self, compile_specs: dict[str, Any]) -> dict[str, Any]:
-        """Lets the library call Kiln's fused ops as C shims (kiln_ops.py) when a pass may
-        have put them into the graph."""
-        if not spec_bool(compile_specs, "fuse_norm_linear", False):
+        """Lets the library call Kiln's ops as C shims (kiln_ops.py) when a pass may have
+        put them into the graph."""
+        names = []
+        if spec_bool(compile_specs, "fuse_norm_linear", False):
+            names.append("rms_norm_linear")
+        if spec_bool(compile_specs, "grouped_mm", True) and self._implements_kiln_op("grouped_mm"):
+            names.append("grouped_mm")
+        if not names:
             return {}
         from kiln.exporter.kiln_ops import c_shims  # imports torch
 
-        return {"aot_inductor.custom_ops_to_c_shims": c_shims(self.device_name())}
+        return {"aot_inductor.custom_ops_to_c_shims": c_shims(self.device_name(), names)}
 
     def custom_passes(self, compile_specs: dict[str, Any]) -> list[Callable]:
         """Callables ExportedProgram -> ExportedProgram (or None to keep it), run in order.
 
+        With ``grouped_mm`` (default on), the grouped products of Mixture-of-Experts layers
+        (``aten._grouped_mm``, ``transformers::grouped_mm_fallback``) become Kiln's op
+        kiln::grouped_mm (passes/grouped_mm.py): without it such a model cannot run.
         Projections that read one input (q/k/v, gate/up) become one wider projection
         (passes/projection_fusion.py) when compile spec ``fuse_projections`` is on; the default
         is the backend's FUSE_PROJECTIONS. With ``fuse_norm_linear`` (default off), an
         RMSNorm and the linear after it become Kiln's fused op (passes/norm_linear_fusion.py)."""
         passes = []
+        if spec_bool(compile_specs, "grouped_mm", True):
+            available = self._implements_kiln_op("grouped_mm")
+            passes.append(lambda ep: rewrite_grouped_mm(ep, log=self.progress.note, available=available))
         if spec_bool(compile_specs, "fuse_projections", self.FUSE_PROJECTIONS):
             passes.append(lambda ep: fuse_projections(ep, log=self.progress.note))
         if spec_bool(compile_specs, "fuse_norm_linear", False):
@@ -297,6 +309,12 @@ class AotiBackend:
             self._require_kiln_op("fuse_norm_linear", "rms_norm_linear")
             passes.append(lambda ep: fuse_norm_linear(ep, log=self.progress.note, max_rows=self.NORM_LINEAR_MAX_ROWS))
         return passes
+
+    def _implements_kiln_op(self, op_name: str) -> bool:
+        """Whether Kiln's runtime implements Kiln op ``op_name`` on this backend's device."""
+        from kiln.exporter.kiln_ops import c_shim_name  # imports torch
+
+        return c_shim_name(op_name, self.device_name()) in self.supported_fallback_kernels()
 
     def _require_kiln_op(self, spec: str, op_name: str) -> None:
         """Raises ValueError unless Kiln's runtime implements Kiln op ``op_name`` on this

@@ -5,6 +5,8 @@
   projection_fusion.py   linears reading one input become one product (compile spec
                          ``fuse_projections``)
   norm_linear_fusion.py  RMSNorm + linear become Kiln's fused op (``fuse_norm_linear``)
+  grouped_mm.py          Mixture-of-Experts grouped products become Kiln's op kiln::grouped_mm
+                         (``grouped_mm``, on by default)
   conv_decomposition.py  convolutions as im2col + matmul, for Triton-only CUDA libraries
 
 Backends (kiln.exporter.backends) choose which passes run.
