@@ -206,6 +206,8 @@ def _device_copy(ptr: int, nbytes: int, dt, sizes, strides, device: str) -> torc
     assert cudart.cudaDeviceSynchronize() == 0
     flat = torch.empty(nbytes, dtype=torch.uint8, device=device)
     rc = cudart.cudaMemcpy(ctypes.c_void_p(flat.data_ptr()), ctypes.c_void_p(ptr), ctypes.c_size_t(nbytes), 3)
+    if rc != 0:
+        cudart.cudaGetLastError()  # a failed copy must not be reported by torch's next launch check
     assert rc == 0, f"cudaMemcpy failed ({rc})"
     return torch.as_strided(flat.view(dt), sizes, strides)
 

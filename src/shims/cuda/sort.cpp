@@ -19,7 +19,7 @@ namespace {
 Error sort_into(const TensorRef& self, int64_t d, bool descending, int64_t count, const TensorRef& values,
                 const TensorRef& indices) {
   if (!sortable(self.dtype))
-    return aoti::invalid(std::string("sort of dtype ") + dtype_name(self.dtype) + " is not supported");
+    return aoti::invalid(std::string("sort does not support dtype ") + dtype_name(self.dtype));
   if (values.strides != indices.strides) return set_error(Error::Internal, "values and indices laid out differently");
   LineShape shape;
   for (int64_t i = 0; i < self.dim(); ++i) {
