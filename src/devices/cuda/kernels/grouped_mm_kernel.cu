@@ -230,6 +230,12 @@ __global__ void __launch_bounds__(kTileThreads) grouped_tile_kernel(const Groupe
       load_tiles<T, W_KCONTIG>(p, As, Bs, r0, ga, gb, g, k0, n0);
       __syncthreads();
       if constexpr (MMA) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+        // mma.sync m16n8k16 needs sm_80, like Kiln's attention kernels: a
+        // build for an older GPU compiles (CI builds sm_75) but traps here,
+        // so 16-bit grouped products need an sm_80+ GPU.
+        __trap();
+#else
         const int gid = lane / 4, t = lane % 4;
         const int wm = (warp / 2) * 32, wn = (warp % 2) * 32;
         const uint16_t* as = reinterpret_cast<const uint16_t*>(As);
@@ -254,6 +260,7 @@ __global__ void __launch_bounds__(kTileThreads) grouped_tile_kernel(const Groupe
             for (int mi = 0; mi < 2; ++mi) mma16816(T{}, acc[mi * 4 + ni], a[mi], b0, b1);
           }
         }
+#endif
       } else {
         const int tx = tid % 16, ty = tid / 16;
 #pragma unroll 4
