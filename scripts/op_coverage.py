@@ -18,6 +18,9 @@ sys.path.insert(0, str(ROOT / "tests" / "ops"))
 
 import torch  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from gen_host_staged import CUDA_SEMANTICS_DIFFER as CUDA_NOT_STAGED  # noqa: E402
+
 from op_inventory import DEVICES, header_functions, host_staged, is_backward, kiln_functions, left_out, suffix  # noqa: E402
 
 
@@ -52,6 +55,8 @@ def render() -> str:
                 counts[d]["implemented"] += name in kiln[d] and not host
                 counts[d]["staged"] += name in kiln[d] and host
         note = reasons.get(name, "")
+        if not note and name in CUDA_NOT_STAGED and name in declared["cuda"] and name not in kiln["cuda"]:
+            note = f"CUDA: not host-staged, {CUDA_NOT_STAGED[name]}"
         rows.append(f"| `{name}` | {cells[0]} | {cells[1]} | {note} |")
     def count(d: str) -> str:
         if not counts[d]["staged"]:
@@ -73,7 +78,7 @@ def render() -> str:
         f"Forward ops implemented: {summary} (backward ops and the ops left out below are not counted).",
         "Each implemented op is tested against ATen on random inputs, dtypes and layouts (`tests/ops`).",
         "",
-        "| op | CPU | CUDA | why left out |",
+        "| op | CPU | CUDA | why left out or not yet |",
         "|---|---|---|---|",
         *rows,
         "",
