@@ -1,5 +1,7 @@
 #include "runtime/input_layout.h"
 
+#include <cstdint>
+
 namespace kiln {
 namespace {
 // The dimension at position `k` (0: outermost) of the order.
@@ -14,7 +16,10 @@ std::vector<int64_t> dense_strides(std::span<const int64_t> sizes, std::span<con
   for (size_t k = sizes.size(); k-- > 0;) {
     const size_t d = dim_at(dim_order, k);
     strides[d] = stride;
-    stride *= sizes[d] > 1 ? sizes[d] : 1;
+    // Saturates instead of overflowing: the product can only exceed int64
+    // when another dimension is 0 (an empty tensor, whose strides address
+    // nothing) or the tensor could not exist, which allocating it reports.
+    if (__builtin_mul_overflow(stride, sizes[d] > 1 ? sizes[d] : 1, &stride)) stride = INT64_MAX;
   }
   return strides;
 }

@@ -26,6 +26,15 @@ TEST(InputLayout, DenseStridesFollowTheDimOrder) {
   EXPECT_EQ(dense_strides(Sizes{}, Order{}), (Sizes{}));
 }
 
+TEST(InputLayout, DenseStridesSaturateWhereTheProductWouldOverflow) {
+  // An empty tensor whose other sizes multiply past int64 (found by the
+  // input-validation fuzzer): the strides address nothing, and computing
+  // them must not overflow.
+  const int64_t huge = int64_t{1} << 59;
+  EXPECT_EQ(dense_strides(Sizes{0, 20, huge}, Order{}), (Sizes{INT64_MAX, huge, 1}));
+  EXPECT_EQ(dense_strides(Sizes{20, 0, huge}, Order{}), (Sizes{huge, huge, 1}));
+}
+
 TEST(InputLayout, MatchesOnlyTheDenseStridesOfItsOrder) {
   const Sizes sizes{8, 6};
   EXPECT_TRUE(has_dense_layout(sizes, Sizes{6, 1}, Order{}));
