@@ -111,7 +111,7 @@ class StagedCall {
   const char* cpu_op_;
   const char* param_names_;
   int device_ = -1;  // of the first CUDA tensor argument: where results go
-  std::vector<int> devices_;  // whose current streams carry this call's copies
+  std::vector<int> devices_;  // the devices whose current streams this call's copies are queued on
   std::vector<OwnedHandle> host_;  // host copies
   std::vector<WriteBack> writes_;
   std::vector<Return> returns_;
