@@ -6,7 +6,9 @@
 // from host and CUDA device code.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <utility>
 
 #if defined(__CUDACC__)
 #define KILN_HOST_DEVICE __host__ __device__
@@ -46,6 +48,34 @@ KILN_HOST_DEVICE inline PhiloxBlock philox4x32_10(uint64_t seed, uint64_t counte
 KILN_HOST_DEVICE inline double uniform_double(uint32_t a, uint32_t b) {
   const uint64_t bits = (static_cast<uint64_t>(a) << 21) ^ (static_cast<uint64_t>(b) >> 11);
   return static_cast<double>(bits & ((uint64_t{1} << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+/// A standard normal from one block (Box-Muller; 1 - u keeps the logarithm's
+/// argument in (0, 1]).
+KILN_HOST_DEVICE inline double philox_normal(const PhiloxBlock& b) {
+  const double u1 = uniform_double(b.v[0], b.v[1]), u2 = uniform_double(b.v[2], b.v[3]);
+  return ::sqrt(-2.0 * ::log(1.0 - u1)) * ::cos(2.0 * 3.14159265358979323846 * u2);
+}
+
+/// An integer uniform in [low, high) (high > low) from one block: the top 64
+/// bits of a 128-bit product, bias below 2^-64 * range.
+KILN_HOST_DEVICE inline int64_t philox_uniform_int(const PhiloxBlock& b, int64_t low, int64_t high) {
+  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
+  const uint64_t bits = (static_cast<uint64_t>(b.v[0]) << 32) | b.v[1];
+#if defined(__CUDA_ARCH__)
+  const uint64_t scaled = __umul64hi(bits, range);
+#else
+  const auto scaled = static_cast<uint64_t>((static_cast<unsigned __int128>(bits) * range) >> 64);
+#endif
+  return static_cast<int64_t>(static_cast<uint64_t>(low) + scaled);
+}
+
+/// Shuffles perm[0, n) in place (Fisher-Yates from the back: position i swaps
+/// with a uniform j in [0, i], drawn from block first + i), so randperm gives
+/// the same permutation for the same seed on every device. Host only.
+inline void philox_shuffle(int64_t* perm, int64_t n, uint64_t seed, uint64_t first) {
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(perm[i], perm[philox_uniform_int(philox4x32_10(seed, first + static_cast<uint64_t>(i)), 0, i + 1)]);
 }
 
 }  // namespace kiln

@@ -8,7 +8,6 @@
 // own, so values differ from torch's for the same seed (as they differ between
 // torch's CPU and CUDA generators).
 #include <cmath>
-#include <numbers>
 #include <optional>
 #include <string>
 #include <vector>
@@ -42,21 +41,6 @@ class Draws {
   aoti::RandomSource& source_;
   uint64_t first_ = 0;
 };
-
-double standard_normal(const PhiloxBlock& b) {
-  // Box-Muller; 1 - u keeps the logarithm's argument in (0, 1].
-  const double u1 = uniform_double(b.v[0], b.v[1]), u2 = uniform_double(b.v[2], b.v[3]);
-  return std::sqrt(-2.0 * std::log(1.0 - u1)) * std::cos(2.0 * std::numbers::pi * u2);
-}
-
-// An integer uniform in [low, high) (high > low) from one block: the top 64
-// bits of a 128-bit product, bias below 2^-64 * range.
-int64_t uniform_int(const PhiloxBlock& b, int64_t low, int64_t high) {
-  const uint64_t range = static_cast<uint64_t>(high) - static_cast<uint64_t>(low);
-  const uint64_t bits = (static_cast<uint64_t>(b.v[0]) << 32) | b.v[1];
-  const auto scaled = static_cast<uint64_t>((static_cast<unsigned __int128>(bits) * range) >> 64);
-  return static_cast<int64_t>(static_cast<uint64_t>(low) + scaled);
-}
 
 // Fills a new or given tensor: values[k] = fn(k), written in row-major order.
 template <typename T, typename Fn>
@@ -101,7 +85,7 @@ Error fill_uniform(const Tensor& out, double from, double to) {
 
 Error fill_normal(const Tensor& out, double mean, double std) {
   Draws draws(out.numel(), 1);
-  return fill<double>(out, [&](int64_t k) { return mean + std * standard_normal(draws.block(k)); });
+  return fill<double>(out, [&](int64_t k) { return mean + std * philox_normal(draws.block(k)); });
 }
 
 Error fill_randint(const Tensor& out, int64_t low, int64_t high) {
@@ -110,8 +94,8 @@ Error fill_randint(const Tensor& out, int64_t low, int64_t high) {
                          std::to_string(high));
   Draws draws(out.numel(), 1);
   if (is_integral(out.dtype()))
-    return fill<int64_t>(out, [&](int64_t k) { return uniform_int(draws.block(k), low, high); });
-  return fill<double>(out, [&](int64_t k) { return static_cast<double>(uniform_int(draws.block(k), low, high)); });
+    return fill<int64_t>(out, [&](int64_t k) { return philox_uniform_int(draws.block(k), low, high); });
+  return fill<double>(out, [&](int64_t k) { return static_cast<double>(philox_uniform_int(draws.block(k), low, high)); });
 }
 
 Result<Tensor> make(const Factory& f) { return new_cpu_tensor(f.sizes, f.dtype); }
@@ -216,9 +200,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_randperm(int64_t n, int32_t* dtyp
     KILN_ASSIGN_OR_RETURN(Tensor out, make(f));
     std::vector<int64_t> perm(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) perm[static_cast<size_t>(i)] = i;
-    // Fisher-Yates from the back: position i swaps with a uniform j in [0, i].
-    Draws draws(n, 1);
-    for (int64_t i = n - 1; i > 0; --i) std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(uniform_int(draws.block(i), 0, i + 1))]);
+    aoti::RandomSource& source = aoti::current_random_source();
+    philox_shuffle(perm.data(), n, source.seed(), source.take(static_cast<uint64_t>(n)));
     write_elements(perm.data(), out);
     return return_tensor(std::move(out), ret0, "ret0");
   });

@@ -7,7 +7,6 @@
 // on, for the same reason).
 #include <cstring>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "core/philox.h"
@@ -195,13 +194,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_randperm(int64_t n, int32_t* dty
     std::vector<int64_t> perm(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) perm[static_cast<size_t>(i)] = i;
     aoti::RandomSource& source = aoti::current_random_source();
-    const uint64_t first = source.take(static_cast<uint64_t>(n));
-    for (int64_t i = n - 1; i > 0; --i) {
-      const PhiloxBlock b = philox4x32_10(source.seed(), first + static_cast<uint64_t>(i));
-      const uint64_t bits = (static_cast<uint64_t>(b.v[0]) << 32) | b.v[1];
-      const auto j = static_cast<int64_t>((static_cast<unsigned __int128>(bits) * static_cast<uint64_t>(i + 1)) >> 64);
-      std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(j)]);
-    }
+    philox_shuffle(perm.data(), n, source.seed(), source.take(static_cast<uint64_t>(n)));
     if (n > 0) {
       // Converted on the host to the output dtype, then one copy.
       const size_t elem = element_size(t.dtype);

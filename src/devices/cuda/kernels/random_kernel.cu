@@ -32,18 +32,13 @@ __global__ void random_fill_kernel(RandomFill f) {
         break;
       }
       case RandomDistribution::Normal: {
-        const PhiloxBlock blk = philox4x32_10(f.seed, f.first_block + static_cast<uint64_t>(k));
-        const double u1 = uniform_double(blk.v[0], blk.v[1]), u2 = uniform_double(blk.v[2], blk.v[3]);
-        const double z = sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * 3.14159265358979323846 * u2);
+        const double z = philox_normal(philox4x32_10(f.seed, f.first_block + static_cast<uint64_t>(k)));
         store_double(f.out, f.dtype, off, f.a + f.b * z);
         break;
       }
       case RandomDistribution::Integer: {
-        const PhiloxBlock blk = philox4x32_10(f.seed, f.first_block + static_cast<uint64_t>(k));
-        const uint64_t range = static_cast<uint64_t>(f.high) - static_cast<uint64_t>(f.low);
-        const uint64_t bits = (static_cast<uint64_t>(blk.v[0]) << 32) | blk.v[1];
-        const uint64_t scaled = __umul64hi(bits, range);
-        const int64_t v = static_cast<int64_t>(static_cast<uint64_t>(f.low) + scaled);
+        const int64_t v =
+            philox_uniform_int(philox4x32_10(f.seed, f.first_block + static_cast<uint64_t>(k)), f.low, f.high);
         if (is_integral_dtype(f.dtype)) store_int(f.out, f.dtype, off, v);
         else store_double(f.out, f.dtype, off, static_cast<double>(v));
         break;
