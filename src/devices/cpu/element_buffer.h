@@ -10,6 +10,7 @@
 
 #include <complex>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kiln/error.h"
@@ -74,6 +75,24 @@ Error visit_kind(DType dtype, Fn&& fn) {
     default: break;
   }
   return set_error(Error::NotSupported, std::string("dtype ") + dtype_name(dtype) + " is not supported by this op");
+}
+
+/// a + b and a * b in a compute type: int64 wraps around as ATen's integer
+/// ops do (through uint64: signed overflow is undefined in C++); double and
+/// Complex are plain arithmetic.
+template <typename T>
+T wrap_add(T a, T b) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+  else
+    return a + b;
+}
+template <typename T>
+T wrap_mul(T a, T b) {
+  if constexpr (std::is_same_v<T, int64_t>)
+    return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+  else
+    return a * b;
 }
 
 /// ATen's result dtype for two tensor operands (torch.result_type): the

@@ -86,16 +86,6 @@ inline Result<std::vector<int64_t>> broadcast_shapes(std::span<const int64_t> a,
   return out;
 }
 
-/// `t` seen with shape `shape` (which it broadcasts to): stride 0 on the
-/// dimensions it repeats. Shares t's storage.
-inline Result<Tensor> broadcast_to(const Tensor& t, std::span<const int64_t> shape) {
-  const size_t n = shape.size(), lead = n - t.sizes().size();
-  std::vector<int64_t> strides(n, 0);
-  for (size_t i = lead; i < n; ++i)
-    strides[i] = t.sizes()[i - lead] == 1 && shape[i] != 1 ? 0 : t.strides()[i - lead];
-  return t.make_view(shape, strides, t.storage_offset());
-}
-
 /// Strides TensorIterator gives a new result of `shape` computed from
 /// `inputs` (each already broadcast to `shape`): dimensions sorted by the
 /// inputs' strides (innermost first; a stride-0 dimension gives no opinion,
@@ -148,15 +138,6 @@ inline Result<Tensor> new_elementwise_result(std::span<const int64_t> shape, DTy
 
 namespace kiln::cpu {
 
-/// Wrapping integer arithmetic (ATen's integer ops wrap; signed overflow in
-/// C++ is undefined, so it goes through uint64).
-inline int64_t wrap_add(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-}
-inline int64_t wrap_mul(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-}
-
 /// out = fn(a, b) elementwise over the broadcast of `a` and `b`: both read as
 /// the compute type of `compute` (int64_t, double or Complex), fn's results
 /// written converting to `out_dtype`; the result is laid out as
@@ -165,8 +146,8 @@ template <typename Fn>
 Error binary_elementwise(const Tensor& a, const Tensor& b, const char* name_a, const char* name_b,
                          DType compute, DType out_dtype, Fn&& fn, AtenTensorHandle* ret0) {
   KILN_ASSIGN_OR_RETURN(std::vector<int64_t> shape, broadcast_shapes(a.sizes(), b.sizes(), name_a, name_b));
-  KILN_ASSIGN_OR_RETURN(Tensor av, broadcast_to(a, shape));
-  KILN_ASSIGN_OR_RETURN(Tensor bv, broadcast_to(b, shape));
+  KILN_ASSIGN_OR_RETURN(Tensor av, broadcast_view(a, shape, name_a));
+  KILN_ASSIGN_OR_RETURN(Tensor bv, broadcast_view(b, shape, name_b));
   KILN_ASSIGN_OR_RETURN(Tensor out, new_elementwise_result(shape, out_dtype, {av, bv}));
   KILN_RETURN_IF_ERROR(visit_kind(compute, [&](auto tag) -> Error {
     using T = decltype(tag);

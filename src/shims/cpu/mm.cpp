@@ -33,38 +33,6 @@ MatrixView<const T> cmatrix(const Tensor& t, int64_t batch_dims, int64_t batch =
   return {m.data, m.rows, m.cols, m.row_stride, m.col_stride};
 }
 
-// self broadcast to out's shape (stride 0 on broadcast dims), or an error.
-Result<Tensor> broadcast_to(const Tensor& self, const Tensor& out) {
-  if (self.dim() > out.dim())
-    return invalid("self " + self.describe() + " does not broadcast to " + out.describe());
-  std::vector<int64_t> strides(out.sizes().size(), 0);
-  const size_t lead = out.sizes().size() - self.sizes().size();
-  for (size_t i = 0; i < self.sizes().size(); ++i) {
-    if (self.sizes()[i] == out.sizes()[lead + i]) {
-      strides[lead + i] = self.strides()[i];
-    } else if (self.sizes()[i] != 1) {
-      return invalid("self " + self.describe() + " does not broadcast to " + out.describe());
-    }
-  }
-  return Tensor(self.storage(), self.dtype(), out.sizes(), strides, self.storage_offset());
-}
-
-// Two's-complement wrapping for int64 (as ATen's integer matmul), plain arithmetic otherwise.
-template <typename T>
-T wrap_mul(T x, T y) {
-  if constexpr (std::is_same_v<T, int64_t>)
-    return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
-  else
-    return x * y;
-}
-template <typename T>
-T wrap_add(T x, T y) {
-  if constexpr (std::is_same_v<T, int64_t>)
-    return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
-  else
-    return x + y;
-}
-
 }  // namespace
 
 Error kiln::cpu::matmul(const Tensor& out, const Tensor* init, const Tensor& a, const Tensor& b, double beta,
@@ -182,7 +150,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, A
     KILN_ASSIGN_OR_RETURN(Operands ops, check_matmul(out, mat1, mat2, "mat1", "mat2", 2));
     KILN_ASSIGN_OR_RETURN(Tensor * s, cpu_tensor_arg(self, "self"));
     KILN_RETURN_IF_ERROR(same_dtype(*s, ops.out->dtype(), "self"));
-    KILN_ASSIGN_OR_RETURN(Tensor init, broadcast_to(*s, *ops.out));
+    KILN_ASSIGN_OR_RETURN(Tensor init, broadcast_view(*s, ops.out->sizes(), "self"));
     return matmul(*ops.out, &init, *ops.a, *ops.b, beta, alpha, 0);
   });
 }

@@ -23,8 +23,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_polar(AtenTensorHandle abs, AtenT
     const DType out_dtype = r->dtype() == DType::Float32 ? DType::Complex64 : DType::Complex128;
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
                           broadcast_shapes(r->sizes(), theta->sizes(), "abs", "angle"));
-    KILN_ASSIGN_OR_RETURN(Tensor rv, broadcast_to(*r, shape));
-    KILN_ASSIGN_OR_RETURN(Tensor tv, broadcast_to(*theta, shape));
+    KILN_ASSIGN_OR_RETURN(Tensor rv, broadcast_view(*r, shape, "abs"));
+    KILN_ASSIGN_OR_RETURN(Tensor tv, broadcast_view(*theta, shape, "angle"));
     KILN_ASSIGN_OR_RETURN(Tensor out, new_elementwise_result(shape, out_dtype, {rv, tv}));
     const std::vector<double> m = read_elements<double>(rv);
     const std::vector<double> t = read_elements<double>(tv);

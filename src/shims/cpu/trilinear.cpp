@@ -34,21 +34,6 @@ Result<std::bitset<kMaxDims>> dim_set(const int64_t* ptr, int64_t len, int64_t t
   return set;
 }
 
-template <typename T>
-T mul(T x, T y) {
-  if constexpr (std::is_same_v<T, int64_t>)
-    return static_cast<int64_t>(static_cast<uint64_t>(x) * static_cast<uint64_t>(y));
-  else
-    return x * y;
-}
-template <typename T>
-T add(T x, T y) {
-  if constexpr (std::is_same_v<T, int64_t>)
-    return static_cast<int64_t>(static_cast<uint64_t>(x) + static_cast<uint64_t>(y));
-  else
-    return x + y;
-}
-
 struct Operand {
   const Tensor* t;
   std::vector<int64_t> size;    // per common dim (1 where expanded)
@@ -156,7 +141,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__trilinear(AtenTensorHandle i1, A
           }
           T acc = T(0);
           for (size_t k = 0; k < static_cast<size_t>(terms); ++k)
-            acc = add(acc, mul(mul(v0[b0 + term_off[0][k]], v1[b1 + term_off[1][k]]), v2[b2 + term_off[2][k]]));
+            acc = wrap_add(acc, wrap_mul(wrap_mul(v0[b0 + term_off[0][k]], v1[b1 + term_off[1][k]]), v2[b2 + term_off[2][k]]));
           y[static_cast<size_t>(o)] = acc;
         }
         return Error::Ok;
