@@ -1,0 +1,43 @@
+// The matrix products the CUDA product ops share (mm.cpp: mm_out, bmm_out,
+// addmm_out): argument checks and out = alpha * a @ b + beta * addend through
+// cuBLASLt, or the GEMV kernel for few rows (matmul.cpp says when).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "shims/common/shim_abi.h"
+#include "shims/cuda/tensor_ref.h"
+
+namespace kiln::cudadev {
+
+/// An addmm addend that is one value per output column, broadcast over the
+/// rows (nn.Linear's bias): column n's value at ptr + n * stride elements.
+struct RowBias {
+  const void* ptr = nullptr;
+  int64_t stride = 0;
+};
+
+/// InvalidArgument unless `t` has out's dtype and is on out's device (the
+/// message names argument `name`).
+Error check_same(const TensorRef& out, const TensorRef& t, const char* name);
+
+/// Reads and checks (out, a, b) of a matrix product of `rank` 2 (mm) or 3
+/// (bmm): ranks, one dtype and device, and out = a @ b shapes.
+Error read_product(AtenTensorHandle out_h, AtenTensorHandle a_h, AtenTensorHandle b_h, const char* a_name,
+                   const char* b_name, size_t rank, TensorRef& out, TensorRef& a, TensorRef& b);
+
+/// out[b] = alpha * a[b] @ b[b] + beta * addend for 2-D (batch 1) or 3-D
+/// tensors, on the current stream of out's device. The addend is `bias`
+/// broadcast over the rows when it is set (2-D only), else out's own value
+/// (with beta != 0, out must hold it already).
+Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, float alpha, float beta,
+                  RowBias bias = {});
+
+/// out = beta * self + alpha * a @ b (2-D), self broadcast to out's shape
+/// (ATen's addmm); with beta == 0 self is not read at all, so NaNs in it do
+/// not leak, as in ATen. out, a and b come from read_product.
+Error addmm_into(const TensorRef& out, AtenTensorHandle self, const TensorRef& a, const TensorRef& b, double beta,
+                 double alpha);
+
+}  // namespace kiln::cudadev
