@@ -6,7 +6,9 @@
 // used in place when one of its two strides is 1 (as a plain or transposed
 // column-major matrix), otherwise it is first copied to a contiguous buffer.
 // float32 uses TF32 tensor cores only when allowed (kiln::cuda::set_allow_tf32);
-// float16/bfloat16 accumulate in float32. The heuristic's choice is cached per
+// float16/bfloat16 accumulate in float32; float64 and complex128 compute in
+// float64, complex64 in float32. Integer products are refused, as ATen's CUDA
+// kernels refuse them. The heuristic's choice is cached per
 // problem (lt_algo_cache.h), so a repeated shape costs only the descriptors.
 //
 // Products with at most 4 rows whose right operand is a transposed row-major
@@ -17,6 +19,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -82,16 +85,49 @@ uint32_t alignment_of(const void* p, int64_t batch_stride_bytes) {
   return static_cast<uint32_t>(bits & (~bits + 1));
 }
 
-Result<cudaDataType_t> lt_type(DType d) {
+// How cuBLASLt multiplies operands of one dtype: their element type, the
+// compute type and the type of alpha and beta (the scale type).
+struct LtTypes {
+  cudaDataType_t element = CUDA_R_32F;
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
+  cudaDataType_t scale = CUDA_R_32F;
+};
+
+Result<LtTypes> lt_types(DType d) {
   switch (d) {
-    case DType::Float32: return CUDA_R_32F;
-    case DType::Float16: return CUDA_R_16F;
-    case DType::BFloat16: return CUDA_R_16BF;
+    // Half precision accumulates in float32, as ATen's CUDA products do.
+    case DType::Float16: return LtTypes{CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case DType::BFloat16: return LtTypes{CUDA_R_16BF, CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case DType::Float32:
+      return LtTypes{CUDA_R_32F, allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F};
+    case DType::Float64: return LtTypes{CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
+    // complex64 never uses TF32: full float32 is never less accurate than
+    // ATen's result, whatever its math mode.
+    case DType::Complex64: return LtTypes{CUDA_C_32F, CUBLAS_COMPUTE_32F, CUDA_C_32F};
+    case DType::Complex128: return LtTypes{CUDA_C_64F, CUBLAS_COMPUTE_64F, CUDA_C_64F};
     default:
       return set_error(Error::NotSupported, std::string("cuBLASLt matrix product of dtype ") + dtype_name(d) +
-                                                " (supported: float32, float16, bfloat16)");
+                                                " (supported: float16, bfloat16, float32, float64, complex64, "
+                                                "complex128)");
   }
 }
+
+// alpha or beta in the scale type's layout: cuBLASLt reads one float or
+// double, or a (real, imaginary) pair of them for a complex scale type.
+struct LtScalar {
+  alignas(16) unsigned char bytes[16] = {};
+
+  LtScalar(double value, cudaDataType_t scale) {
+    if (scale == CUDA_R_64F || scale == CUDA_C_64F) {
+      const double parts[2] = {value, 0.0};
+      std::memcpy(bytes, parts, sizeof(parts));
+    } else {
+      const float parts[2] = {static_cast<float>(value), 0.0f};
+      std::memcpy(bytes, parts, sizeof(parts));
+    }
+  }
+  const void* get() const noexcept { return bytes; }
+};
 
 // What the heuristic chose for one problem.
 struct LtChoice {
@@ -155,9 +191,12 @@ Result<LtChoice> lt_heuristic(const CublasLtApi* api, cublasLtHandle_t handle, L
 
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
-  KILN_RETURN_IF_ERROR(cublas_status(
-      *api, api->heuristic(handle, r.desc, r.a, r.b, r.d, r.d, r.pref, 1, &result, &returned),
-      "cublasLtMatmulAlgoGetHeuristic"));
+  const cublasStatus_t status = api->heuristic(handle, r.desc, r.a, r.b, r.d, r.d, r.pref, 1, &result, &returned);
+  // A combination of types and epilogue that cuBLASLt does not implement is
+  // reported as a status rather than as no algorithm; both are NotSupported,
+  // which callers with another way to compute the product fall back on.
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) returned = 0;
+  else KILN_RETURN_IF_ERROR(cublas_status(*api, status, "cublasLtMatmulAlgoGetHeuristic"));
   if (returned == 0)
     return set_error(Error::NotSupported, "cuBLASLt has no algorithm for this " + std::string(dtype_name(dtype)) +
                                               " product (m=" + std::to_string(m) + ", n=" + std::to_string(n) +
@@ -170,16 +209,17 @@ Result<LtChoice> lt_heuristic(const CublasLtApi* api, cublasLtHandle_t handle, L
 // bias epilogue; `bias` holds m elements of D's dtype). Every operand must
 // already be cuBLASLt-compatible.
 Error lt_matmul(DType dtype, int device, cudaStream_t stream, int64_t batch, const Mat& x, const LtOperand& xo,
-                const Mat& y, const LtOperand& yo, const Mat& d, int64_t ldd, float alpha, float beta,
+                const Mat& y, const LtOperand& yo, const Mat& d, int64_t ldd, double alpha, double beta,
                 const void* bias = nullptr) {
   KILN_ASSIGN_OR_RETURN(const CublasLtApi* api, cublaslt());
   KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, cublaslt_handle(*api, device));
-  KILN_ASSIGN_OR_RETURN(cudaDataType_t type, lt_type(dtype));
-  const cublasComputeType_t compute =
-      (dtype == DType::Float32 && allow_tf32()) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  KILN_ASSIGN_OR_RETURN(const LtTypes types, lt_types(dtype));
+  const cudaDataType_t type = types.element;
+  const cublasComputeType_t compute = types.compute;
   LtResources r;
   r.api = api;
-  KILN_RETURN_IF_ERROR(cublas_status(*api, api->desc_create(&r.desc, compute, CUDA_R_32F), "cublasLtMatmulDescCreate"));
+  KILN_RETURN_IF_ERROR(
+      cublas_status(*api, api->desc_create(&r.desc, compute, types.scale), "cublasLtMatmulDescCreate"));
   const int32_t ta = xo.op, tb = yo.op;
   KILN_RETURN_IF_ERROR(cublas_status(*api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), "TRANSA"));
   KILN_RETURN_IF_ERROR(cublas_status(*api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), "TRANSB"));
@@ -217,9 +257,10 @@ Error lt_matmul(DType dtype, int device, cudaStream_t stream, int64_t batch, con
   if (choice.workspace > 0) {
     KILN_ASSIGN_OR_RETURN(workspace, DeviceBuffer::allocate(choice.workspace, device, stream));
   }
+  const LtScalar alpha_value(alpha, types.scale), beta_value(beta, types.scale);
   return cublas_status(*api,
-                       api->matmul(handle, r.desc, &alpha, x.ptr, r.a, y.ptr, r.b, &beta, d.ptr, r.d, d.ptr, r.d,
-                                   &choice.algo, workspace.get(), choice.workspace, stream),
+                       api->matmul(handle, r.desc, alpha_value.get(), x.ptr, r.a, y.ptr, r.b, beta_value.get(), d.ptr,
+                                   r.d, d.ptr, r.d, &choice.algo, workspace.get(), choice.workspace, stream),
                        "cublasLtMatmul");
 }
 
@@ -259,7 +300,7 @@ std::string describe_product(DType dtype, int64_t batch, int64_t M, int64_t N, i
 
 namespace kiln::cudadev {
 
-Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, float alpha, float beta,
+Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, double alpha, double beta,
                   RowBias bias) {
   const size_t n = out.sizes.size();
   const int64_t batch = n == 3 ? out.sizes[0] : 1;
@@ -281,7 +322,8 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
 
   // Few rows against a transposed row-major weight: the GEMV kernel writes
   // out through its strides directly, so no operand or output is copied.
-  const GemvParams g = gemv_params(out.dtype, batch, ma, mb, mc, alpha, beta, bias);
+  const GemvParams g =
+      gemv_params(out.dtype, batch, ma, mb, mc, static_cast<float>(alpha), static_cast<float>(beta), bias);
   const char* no_gemv = gemv_unsupported(g);
   if (no_gemv == nullptr) {
     KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": GEMV kernel" +
@@ -300,9 +342,11 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
                                                                    : OutLayout::Temporary;
   // A row bias goes to cuBLASLt's bias epilogue when out is row-major (the
   // product is computed as out^T, whose rows are out's columns), the bias is
-  // a contiguous, 16-byte aligned vector and beta is 1; otherwise it is first
+  // a contiguous, 16-byte aligned vector of a real dtype (complex products
+  // keep to plain cuBLASLt matmuls) and beta is 1; otherwise it is first
   // copied into out, broadcast, and added through beta like any addend.
-  const bool bias_epilogue = bias.ptr != nullptr && beta == 1.0f && bias.stride == 1 && batch == 1 &&
+  const bool complex = out.dtype == DType::Complex64 || out.dtype == DType::Complex128;
+  const bool bias_epilogue = bias.ptr != nullptr && beta == 1.0 && bias.stride == 1 && batch == 1 && !complex &&
                              layout == OutLayout::RowMajor && alignment_of(bias.ptr, 0) >= 16;
   KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": cuBLASLt" +
                       (bias_epilogue ? ", bias in the epilogue" : bias.ptr != nullptr ? ", bias copied into out" : "") +
@@ -318,7 +362,7 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
   Mat md = mc;
   if (layout == OutLayout::Temporary) {
     const auto strides = contiguous_strides(out.sizes);
-    if (beta != 0.0f) {
+    if (beta != 0.0) {
       KILN_ASSIGN_OR_RETURN(temp_out, copy_to_layout(out, strides, stream));
     } else {
       KILN_ASSIGN_OR_RETURN(temp_out, DeviceBuffer::allocate(static_cast<size_t>(out.numel()) * out.element_bytes(),
@@ -345,7 +389,7 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
     KILN_RETURN_IF_ERROR(prepare_operand(a, yt, oa, hold_a, stream, true));
     // With the epilogue out holds no addend yet: beta 0, the bias added by cuBLASLt.
     err = lt_matmul(out.dtype, device, stream, batch, xt, ob, yt, oa, md.transposed(), ld, alpha,
-                    bias_epilogue ? 0.0f : beta, bias_epilogue ? bias.ptr : nullptr);
+                    bias_epilogue ? 0.0 : beta, bias_epilogue ? bias.ptr : nullptr);
     if (bias_epilogue && err == Error::NotSupported) {  // no algorithm with the epilogue: add the bias as an addend
       KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": no cuBLASLt algorithm with a bias "
                                                                     "epilogue; bias copied into out");
@@ -373,6 +417,23 @@ Error check_same(const TensorRef& out, const TensorRef& t, const char* name) {
   return Error::Ok;
 }
 
+Error check_product_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::Float16:
+    case DType::BFloat16:
+    case DType::Float32:
+    case DType::Float64:
+    case DType::Complex64:
+    case DType::Complex128:
+      return Error::Ok;
+    default:
+      return set_error(Error::NotSupported,
+                       std::string("matrix product of dtype ") + dtype_name(dtype) +
+                           " on CUDA: ATen's CUDA kernels multiply float16, bfloat16, float32, float64, complex64 "
+                           "and complex128 only (no integer or bool products), and so does Kiln");
+  }
+}
+
 Error read_product(AtenTensorHandle out_h, AtenTensorHandle a_h, AtenTensorHandle b_h, const char* a_name,
                    const char* b_name, size_t rank, TensorRef& out, TensorRef& a, TensorRef& b) {
   KILN_ASSIGN_OR_RETURN(out, read_tensor(out_h, "out"));
@@ -384,6 +445,7 @@ Error read_product(AtenTensorHandle out_h, AtenTensorHandle a_h, AtenTensorHandl
                                                  " " + b.describe());
   KILN_RETURN_IF_ERROR(check_same(out, a, a_name));
   KILN_RETURN_IF_ERROR(check_same(out, b, b_name));
+  KILN_RETURN_IF_ERROR(check_product_dtype(a.dtype));
   const size_t n = rank;
   const bool batch_ok = rank == 2 || (a.sizes[0] == out.sizes[0] && b.sizes[0] == out.sizes[0]);
   if (!batch_ok || a.sizes[n - 2] != out.sizes[n - 2] || b.sizes[n - 1] != out.sizes[n - 1] ||
@@ -415,7 +477,7 @@ Error addmm_into(const TensorRef& o, AtenTensorHandle self, const TensorRef& a, 
     // One value per column for every row (nn.Linear's bias): the product
     // reads it where it is, instead of a copy kernel filling out first.
     if (!same && (bstrides[0] == 0 || o.sizes[0] == 1))
-      return matmul_into(o, a, b, static_cast<float>(alpha), static_cast<float>(beta), RowBias{s.data, bstrides[1]});
+      return matmul_into(o, a, b, alpha, beta, RowBias{s.data, bstrides[1]});
     if (!same && o.numel() > 0) {
       ScopedDevice scoped(o.device_index);
       KILN_RETURN_IF_ERROR(scoped.status());
@@ -424,7 +486,7 @@ Error addmm_into(const TensorRef& o, AtenTensorHandle self, const TensorRef& a, 
     }
   }
   // With beta == 0 the addend is ignored entirely (NaNs in self do not leak), as in ATen.
-  return matmul_into(o, a, b, static_cast<float>(alpha), static_cast<float>(beta));
+  return matmul_into(o, a, b, alpha, beta);
 }
 
 }  // namespace kiln::cudadev

@@ -22,8 +22,14 @@ struct RowBias {
 /// message names argument `name`).
 Error check_same(const TensorRef& out, const TensorRef& t, const char* name);
 
+/// NotSupported, with a message saying so, unless `dtype` is one ATen's CUDA
+/// matrix products take: float16, bfloat16, float32, float64, complex64 or
+/// complex128 (ATen's CUDA kernels have no integer product).
+Error check_product_dtype(DType dtype);
+
 /// Reads and checks (out, a, b) of a matrix product of `rank` 2 (mm) or 3
-/// (bmm): ranks, one dtype and device, and out = a @ b shapes.
+/// (bmm): ranks, one dtype (check_product_dtype) and device, and out = a @ b
+/// shapes.
 Error read_product(AtenTensorHandle out_h, AtenTensorHandle a_h, AtenTensorHandle b_h, const char* a_name,
                    const char* b_name, size_t rank, TensorRef& out, TensorRef& a, TensorRef& b);
 
@@ -31,7 +37,7 @@ Error read_product(AtenTensorHandle out_h, AtenTensorHandle a_h, AtenTensorHandl
 /// tensors, on the current stream of out's device. The addend is `bias`
 /// broadcast over the rows when it is set (2-D only), else out's own value
 /// (with beta != 0, out must hold it already).
-Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, float alpha, float beta,
+Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, double alpha, double beta,
                   RowBias bias = {});
 
 /// out = beta * self + alpha * a @ b (2-D), self broadcast to out's shape

@@ -14,7 +14,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, Ate
   return aoti::guarded("aoti_torch_cuda_mm_out", [&]() -> Error {
     TensorRef o, a, b;
     KILN_RETURN_IF_ERROR(read_product(out, self, mat2, "self", "mat2", 2, o, a, b));
-    return matmul_into(o, a, b, 1.0f, 0.0f);
+    return matmul_into(o, a, b, 1.0, 0.0);
   });
 }
 
@@ -23,7 +23,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, At
   return aoti::guarded("aoti_torch_cuda_bmm_out", [&]() -> Error {
     TensorRef o, a, b;
     KILN_RETURN_IF_ERROR(read_product(out, self, mat2, "self", "mat2", 3, o, a, b));
-    return matmul_into(o, a, b, 1.0f, 0.0f);
+    return matmul_into(o, a, b, 1.0, 0.0);
   });
 }
 
