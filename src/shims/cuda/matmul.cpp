@@ -176,9 +176,9 @@ Error make_layout(const CublasLtApi& api, cublasLtMatrixLayout_t* layout, cudaDa
 
 // Asks cuBLASLt's heuristic for the best algorithm for the problem described
 // by r's descriptors (m, n, k for messages only).
-Result<LtChoice> lt_heuristic(const CublasLtApi* api, cublasLtHandle_t handle, LtResources& r, DType dtype,
-                              int64_t m, int64_t n, int64_t k, uint32_t align_a, uint32_t align_b,
-                              uint32_t align_d) {
+Result<LtChoice> lt_heuristic(const CublasLtApi* api, cublasLtHandle_t handle, LtResources& r,
+                              const std::string& what, int64_t m, int64_t n, int64_t k, uint32_t align_a,
+                              uint32_t align_b, uint32_t align_d) {
   constexpr uint64_t kMaxWorkspace = 32ull << 20;
   KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_create(&r.pref), "cublasLtMatmulPreferenceCreate"));
   KILN_RETURN_IF_ERROR(cublas_status(
@@ -198,23 +198,34 @@ Result<LtChoice> lt_heuristic(const CublasLtApi* api, cublasLtHandle_t handle, L
   if (status == CUBLAS_STATUS_NOT_SUPPORTED) returned = 0;
   else KILN_RETURN_IF_ERROR(cublas_status(*api, status, "cublasLtMatmulAlgoGetHeuristic"));
   if (returned == 0)
-    return set_error(Error::NotSupported, "cuBLASLt has no algorithm for this " + std::string(dtype_name(dtype)) +
-                                              " product (m=" + std::to_string(m) + ", n=" + std::to_string(n) +
+    return set_error(Error::NotSupported, "cuBLASLt has no algorithm for this " + what + " (m=" +
+                                              std::to_string(m) + ", n=" + std::to_string(n) +
                                               ", k=" + std::to_string(k) + ")");
   return LtChoice{result.algo, result.workspaceSize};
 }
 
+// What cuBLASLt does to alpha * X @ Y + beta * D before it stores it:
+// nothing (kind DEFAULT), or add bias[i] to row i (BIAS; `bias` holds D's
+// rows elements of D's dtype), then possibly ReLU (RELU_BIAS) or GELU, the
+// tanh approximation (GELU_BIAS).
+struct LtEpilogue {
+  cublasLtEpilogue_t kind = CUBLASLT_EPILOGUE_DEFAULT;
+  const void* bias = nullptr;
+};
+
 // D = alpha * X @ Y + beta * D (column-major D of m x n; X m x k, Y k x n),
-// `batch` times, plus bias[i] on row i of D when `bias` is set (cuBLASLt's
-// bias epilogue; `bias` holds m elements of D's dtype). Every operand must
+// `batch` times, then `epilogue`. X and Y are `ab_dtype`, D `d_dtype` (a
+// wider D only for float16/bfloat16 operands: mm with out_dtype float32),
+// with the compute and scale types of the operands. Every operand must
 // already be cuBLASLt-compatible.
-Error lt_matmul(DType dtype, int device, cudaStream_t stream, int64_t batch, const Mat& x, const LtOperand& xo,
-                const Mat& y, const LtOperand& yo, const Mat& d, int64_t ldd, double alpha, double beta,
-                const void* bias = nullptr) {
+Error lt_matmul(DType ab_dtype, DType d_dtype, int device, cudaStream_t stream, int64_t batch, const Mat& x,
+                const LtOperand& xo, const Mat& y, const LtOperand& yo, const Mat& d, int64_t ldd, double alpha,
+                double beta, LtEpilogue epilogue = {}) {
   KILN_ASSIGN_OR_RETURN(const CublasLtApi* api, cublaslt());
   KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, cublaslt_handle(*api, device));
-  KILN_ASSIGN_OR_RETURN(const LtTypes types, lt_types(dtype));
-  const cudaDataType_t type = types.element;
+  KILN_ASSIGN_OR_RETURN(const LtTypes types, lt_types(ab_dtype));
+  KILN_ASSIGN_OR_RETURN(const LtTypes d_types, lt_types(d_dtype));
+  const cudaDataType_t type = types.element, d_type = d_types.element;
   const cublasComputeType_t compute = types.compute;
   LtResources r;
   r.api = api;
@@ -223,33 +234,43 @@ Error lt_matmul(DType dtype, int device, cudaStream_t stream, int64_t batch, con
   const int32_t ta = xo.op, tb = yo.op;
   KILN_RETURN_IF_ERROR(cublas_status(*api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), "TRANSA"));
   KILN_RETURN_IF_ERROR(cublas_status(*api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), "TRANSB"));
-  if (bias != nullptr) {
-    const int32_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  if (epilogue.kind != CUBLASLT_EPILOGUE_DEFAULT) {
+    const uint32_t kind = epilogue.kind;
     KILN_RETURN_IF_ERROR(cublas_status(
-        *api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)), "bias epilogue"));
+        *api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &kind, sizeof(kind)), "epilogue"));
     KILN_RETURN_IF_ERROR(cublas_status(
-        *api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), "bias pointer"));
+        *api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &epilogue.bias, sizeof(epilogue.bias)),
+        "bias pointer"));
   }
-  const int64_t elem = static_cast<int64_t>(element_size(dtype));
+  const int64_t elem = static_cast<int64_t>(element_size(ab_dtype));
+  const int64_t d_elem = static_cast<int64_t>(element_size(d_dtype));
   KILN_RETURN_IF_ERROR(make_layout(*api, &r.a, type, xo, batch, x.bs));
   KILN_RETURN_IF_ERROR(make_layout(*api, &r.b, type, yo, batch, y.bs));
-  KILN_RETURN_IF_ERROR(make_layout(*api, &r.d, type, LtOperand{CUBLAS_OP_N, d.rows, d.cols, ldd}, batch, d.bs));
+  KILN_RETURN_IF_ERROR(make_layout(*api, &r.d, d_type, LtOperand{CUBLAS_OP_N, d.rows, d.cols, ldd}, batch, d.bs));
 
   // The heuristic assumes 256-byte aligned pointers unless told otherwise;
   // views into the middle of a tensor are often less aligned.
   const uint32_t align_a = alignment_of(x.ptr, x.bs * elem), align_b = alignment_of(y.ptr, y.bs * elem),
-                 align_d = alignment_of(d.ptr, d.bs * elem);
+                 align_d = alignment_of(d.ptr, d.bs * d_elem);
   // Everything the descriptors and preferences below tell the heuristic.
-  const LtProblemKey key{device, static_cast<int64_t>(type), static_cast<int64_t>(compute), ta, tb,
+  const bool has_bias = epilogue.kind != CUBLASLT_EPILOGUE_DEFAULT;
+  const LtProblemKey key{device, static_cast<int64_t>(type), static_cast<int64_t>(d_type),
+                         static_cast<int64_t>(compute), ta, tb,
                          xo.stored_rows, xo.stored_cols, xo.ld, yo.stored_rows, yo.stored_cols, yo.ld,
                          d.rows, d.cols, ldd, batch, batch > 1 ? x.bs : 0, batch > 1 ? y.bs : 0,
-                         batch > 1 ? d.bs : 0, align_a, align_b, align_d, bias != nullptr ? 1 : 0,
-                         bias != nullptr ? alignment_of(bias, 0) : 0};
+                         batch > 1 ? d.bs : 0, align_a, align_b, align_d, static_cast<int64_t>(epilogue.kind),
+                         has_bias ? alignment_of(epilogue.bias, 0) : 0};
   LtChoice choice;
   if (auto cached = algo_cache().find(key)) {
     choice = *cached;
   } else {
-    KILN_ASSIGN_OR_RETURN(choice, lt_heuristic(api, handle, r, dtype, d.rows, d.cols, x.cols, align_a, align_b,
+    const std::string what = std::string(dtype_name(ab_dtype)) + " product" +
+                             (d_dtype != ab_dtype ? std::string(" into ") + dtype_name(d_dtype) : std::string()) +
+                             (epilogue.kind == CUBLASLT_EPILOGUE_RELU_BIAS   ? " with a bias and ReLU epilogue"
+                              : epilogue.kind == CUBLASLT_EPILOGUE_GELU_BIAS ? " with a bias and GELU epilogue"
+                              : has_bias                                     ? " with a bias epilogue"
+                                                                             : "");
+    KILN_ASSIGN_OR_RETURN(choice, lt_heuristic(api, handle, r, what, d.rows, d.cols, x.cols, align_a, align_b,
                                                align_d));
     algo_cache().insert(key, choice);
   }
@@ -301,7 +322,7 @@ std::string describe_product(DType dtype, int64_t batch, int64_t M, int64_t N, i
 namespace kiln::cudadev {
 
 Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, double alpha, double beta,
-                  RowBias bias) {
+                  RowBias bias, Activation fused) {
   const size_t n = out.sizes.size();
   const int64_t batch = n == 3 ? out.sizes[0] : 1;
   const int64_t M = out.sizes[n - 2], N = out.sizes[n - 1], K = a.sizes[n - 1];
@@ -324,7 +345,10 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
   // out through its strides directly, so no operand or output is copied.
   const GemvParams g =
       gemv_params(out.dtype, batch, ma, mb, mc, static_cast<float>(alpha), static_cast<float>(beta), bias);
-  const char* no_gemv = gemv_unsupported(g);
+  const bool fuse = fused != Activation::None;
+  const char* no_gemv = fuse                   ? "an activation is fused into the product"
+                        : a.dtype != out.dtype ? "out's dtype differs from the operands'"
+                                               : gemv_unsupported(g);
   if (no_gemv == nullptr) {
     KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": GEMV kernel" +
                         (bias.ptr != nullptr ? " (bias read in place)" : ""));
@@ -347,9 +371,20 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
   // copied into out, broadcast, and added through beta like any addend.
   const bool complex = out.dtype == DType::Complex64 || out.dtype == DType::Complex128;
   const bool bias_epilogue = bias.ptr != nullptr && beta == 1.0 && bias.stride == 1 && batch == 1 && !complex &&
-                             layout == OutLayout::RowMajor && alignment_of(bias.ptr, 0) >= 16;
+                             a.dtype == out.dtype && layout == OutLayout::RowMajor &&
+                             alignment_of(bias.ptr, 0) >= 16;
+  if (fuse && !bias_epilogue)
+    return set_error(Error::NotSupported, describe_product(out.dtype, batch, M, N, K) +
+                                              ": the activation cannot be fused (it needs a row-major 2-D out, "
+                                              "beta 1 and a contiguous, 16-byte aligned bias row)");
+  const cublasLtEpilogue_t epilogue_kind = fused == Activation::Relu       ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                           : fused == Activation::GeluTanh ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                                           : CUBLASLT_EPILOGUE_BIAS;
   KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": cuBLASLt" +
-                      (bias_epilogue ? ", bias in the epilogue" : bias.ptr != nullptr ? ", bias copied into out" : "") +
+                      (fuse ? ", bias and activation in the epilogue"
+                       : bias_epilogue     ? ", bias in the epilogue"
+                       : bias.ptr != nullptr ? ", bias copied into out"
+                                             : "") +
                       " (GEMV kernel not used: " + no_gemv + ")");
   const auto copy_bias_into_out = [&]() -> Error {
     const int64_t bstrides[2] = {0, bias.stride};
@@ -381,20 +416,22 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
     // D = C (M x N): X = A, Y = B.
     KILN_RETURN_IF_ERROR(prepare_operand(a, ma, oa, hold_a, stream, false));
     KILN_RETURN_IF_ERROR(prepare_operand(b, mb, ob, hold_b, stream, false));
-    err = lt_matmul(out.dtype, device, stream, batch, ma, oa, mb, ob, md, ld, alpha, beta);
+    err = lt_matmul(a.dtype, out.dtype, device, stream, batch, ma, oa, mb, ob, md, ld, alpha, beta);
   } else {
     // D = C^T (N x M): X = B^T, Y = A^T; D's row n gets bias[n].
     Mat xt = mb.transposed(), yt = ma.transposed();
     KILN_RETURN_IF_ERROR(prepare_operand(b, xt, ob, hold_b, stream, true));
     KILN_RETURN_IF_ERROR(prepare_operand(a, yt, oa, hold_a, stream, true));
     // With the epilogue out holds no addend yet: beta 0, the bias added by cuBLASLt.
-    err = lt_matmul(out.dtype, device, stream, batch, xt, ob, yt, oa, md.transposed(), ld, alpha,
-                    bias_epilogue ? 0.0 : beta, bias_epilogue ? bias.ptr : nullptr);
-    if (bias_epilogue && err == Error::NotSupported) {  // no algorithm with the epilogue: add the bias as an addend
+    err = lt_matmul(a.dtype, out.dtype, device, stream, batch, xt, ob, yt, oa, md.transposed(), ld, alpha,
+                    bias_epilogue ? 0.0 : beta,
+                    bias_epilogue ? LtEpilogue{epilogue_kind, bias.ptr} : LtEpilogue{});
+    // A fused activation has no fallback here: the caller applies it itself.
+    if (bias_epilogue && !fuse && err == Error::NotSupported) {  // no algorithm with the epilogue: bias as an addend
       KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": no cuBLASLt algorithm with a bias "
                                                                     "epilogue; bias copied into out");
       KILN_RETURN_IF_ERROR(copy_bias_into_out());
-      err = lt_matmul(out.dtype, device, stream, batch, xt, ob, yt, oa, md.transposed(), ld, alpha, beta);
+      err = lt_matmul(a.dtype, out.dtype, device, stream, batch, xt, ob, yt, oa, md.transposed(), ld, alpha, beta);
     }
   }
   KILN_RETURN_IF_ERROR(err);

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "devices/cuda/kernels/activation_kernel.h"
 #include "shims/common/shim_abi.h"
 #include "shims/cuda/tensor_ref.h"
 
@@ -36,9 +37,18 @@ Error read_product(AtenTensorHandle out_h, AtenTensorHandle a_h, AtenTensorHandl
 /// out[b] = alpha * a[b] @ b[b] + beta * addend for 2-D (batch 1) or 3-D
 /// tensors, on the current stream of out's device. The addend is `bias`
 /// broadcast over the rows when it is set (2-D only), else out's own value
-/// (with beta != 0, out must hold it already).
+/// (with beta != 0, out must hold it already). a and b share a dtype; out's
+/// is the same, or float32 for float16/bfloat16 operands (mm with out_dtype).
+///
+/// With `fused` other than None, out = fused(alpha * a @ b + bias) in one
+/// cuBLASLt call with a bias-and-activation epilogue, as ATen's
+/// _addmm_activation on CUDA when its conditions hold; where this cannot be
+/// done (out not a row-major 2-D matrix, beta not 1, bias not a contiguous,
+/// 16-byte aligned row of out's dtype, or no cuBLASLt algorithm for it) the
+/// result is NotSupported and out has not been written: the caller computes
+/// the product and the activation separately.
 Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, double alpha, double beta,
-                  RowBias bias = {});
+                  RowBias bias = {}, Activation fused = Activation::None);
 
 /// out = beta * self + alpha * a @ b (2-D), self broadcast to out's shape
 /// (ATen's addmm); with beta == 0 self is not read at all, so NaNs in it do
