@@ -1,4 +1,4 @@
-"""Matrix products: mm, addmm, bmm, baddbmm, addbmm, addmv, _addmm_activation, _int_mm."""
+"""Matrix products: mm, addmm, bmm and mm with out_dtype (the others are in cases_pool.py)."""
 
 import torch
 
@@ -39,3 +39,23 @@ def _bmm(g):
     for dt in MM_DTYPES:
         yield Case(dict(out=torch.empty(3, 4, 2, dtype=dt), self=g.tensor((3, 4, 5), dt), mat2=g.tensor((3, 5, 2), dt)),
                    rtol=1e-4, atol=1e-4, id=str(dt)[6:])
+
+
+@cases("mm_dtype_out")
+def _mm_dtype(g):
+    # float16/bfloat16 operands into a float32 out: the float32 accumulator, never rounded to 16 bits.
+    for dt in (torch.float16, torch.bfloat16):
+        for m, k, n in ((5, 7, 3), (33, 64, 40)):
+            yield Case(dict(out=torch.empty(m, n), self=g.tensor((m, k), dt), mat2=g.tensor((k, n), dt),
+                            out_dtype=torch.float32), rtol=1e-4, atol=1e-4, id=f"{str(dt)[6:]}-float32-{m}x{k}x{n}")
+    # out_dtype may also be the operands' own dtype.
+    for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16):
+        tol = dict(rtol=1e-4, atol=1e-4) if dt == torch.float32 else {}
+        yield Case(dict(out=torch.empty(6, 4, dtype=dt), self=g.tensor((6, 9), dt), mat2=g.tensor((9, 4), dt),
+                        out_dtype=dt), id=f"{str(dt)[6:]}-same", **tol)
+    yield Case(dict(out=torch.empty(5, 3, dtype=torch.float16), self=g.tensor((5, 7)), mat2=g.tensor((7, 3)),
+                    out_dtype=torch.float16), error="out_dtype must be the same as input dtype or fp32", id="narrowing")
+    yield Case(dict(out=torch.empty(5, 3), self=g.tensor((5, 7), torch.float16), mat2=g.tensor((7, 3), torch.float16),
+                    out_dtype=torch.float16), error="dtype of the provided out tensor", id="out-dtype-differs")
+    yield Case(dict(out=torch.empty(5, 3), self=g.tensor((5, 7), torch.float16), mat2=g.tensor((6, 3), torch.float16),
+                    out_dtype=torch.float32), error="cannot be multiplied", id="mismatch")
