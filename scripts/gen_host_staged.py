@@ -61,7 +61,7 @@ CUDA_SEMANTICS_DIFFER = {
 }
 
 VIEW_OPS = {"narrow", "permute", "reshape", "slice_Tensor", "squeeze_dim", "view_dtype", "view_as_real",
-            "view_as_complex", "resize_", "resize_as_", "set__source_Tensor"}
+            "view_as_complex"}
 
 
 def read_list(path: Path, stop_at_marker: bool = False) -> list[str]:
