@@ -101,8 +101,8 @@ Result<LtTypes> lt_types(DType d) {
     case DType::Float32:
       return LtTypes{CUDA_R_32F, allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F};
     case DType::Float64: return LtTypes{CUDA_R_64F, CUBLAS_COMPUTE_64F, CUDA_R_64F};
-    // complex64 never uses TF32: full float32 is never less accurate than
-    // ATen's result, whatever its math mode.
+    // complex64 always computes in full float32 (no TF32): at least as
+    // accurate as ATen's result under any of its math modes.
     case DType::Complex64: return LtTypes{CUDA_C_32F, CUBLAS_COMPUTE_32F, CUDA_C_32F};
     case DType::Complex128: return LtTypes{CUDA_C_64F, CUBLAS_COMPUTE_64F, CUDA_C_64F};
     default:
@@ -224,8 +224,12 @@ Error lt_matmul(DType ab_dtype, DType d_dtype, int device, cudaStream_t stream, 
   KILN_ASSIGN_OR_RETURN(const CublasLtApi* api, cublaslt());
   KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, cublaslt_handle(*api, device));
   KILN_ASSIGN_OR_RETURN(const LtTypes types, lt_types(ab_dtype));
-  KILN_ASSIGN_OR_RETURN(const LtTypes d_types, lt_types(d_dtype));
-  const cudaDataType_t type = types.element, d_type = d_types.element;
+  cudaDataType_t d_type = types.element;
+  if (d_dtype != ab_dtype) {
+    KILN_ASSIGN_OR_RETURN(const LtTypes d_types, lt_types(d_dtype));
+    d_type = d_types.element;
+  }
+  const cudaDataType_t type = types.element;
   const cublasComputeType_t compute = types.compute;
   LtResources r;
   r.api = api;
