@@ -28,8 +28,10 @@ std::string matrix_shape(const TensorRef& t) {
 }
 
 Error check_arguments(const TensorRef& s, const TensorRef& a, const TensorRef& b) {
-  if (a.dim() != 2) return aoti::invalid("mat1 must be a matrix, got " + std::to_string(a.dim()) + "-D tensor");
-  if (b.dim() != 2) return aoti::invalid("mat2 must be a matrix, got " + std::to_string(b.dim()) + "-D tensor");
+  if (a.dim() != 2)
+    return aoti::invalid("mat1 must be a matrix, got " + std::to_string(a.dim()) + "-D tensor");
+  if (b.dim() != 2)
+    return aoti::invalid("mat2 must be a matrix, got " + std::to_string(b.dim()) + "-D tensor");
   if (a.sizes[1] != b.sizes[0])
     return aoti::invalid("mat1 and mat2 shapes cannot be multiplied (" + matrix_shape(a) + " and " +
                          matrix_shape(b) + ")");
@@ -37,8 +39,9 @@ Error check_arguments(const TensorRef& s, const TensorRef& a, const TensorRef& b
     return aoti::invalid(std::string("self, mat1 and mat2 must have the same dtype, but got ") +
                          dtype_name(s.dtype) + ", " + dtype_name(a.dtype) + " and " + dtype_name(b.dtype));
   if (s.device_index != a.device_index || b.device_index != a.device_index)
-    return aoti::invalid("self, mat1 and mat2 are on different CUDA devices (" + std::to_string(s.device_index) +
-                         ", " + std::to_string(a.device_index) + ", " + std::to_string(b.device_index) + ")");
+    return aoti::invalid("self, mat1 and mat2 are on different CUDA devices (" +
+                         std::to_string(s.device_index) + ", " + std::to_string(a.device_index) + ", " +
+                         std::to_string(b.device_index) + ")");
   KILN_RETURN_IF_ERROR(check_product_dtype(a.dtype));
   if (a.dtype == DType::Complex64 || a.dtype == DType::Complex128)
     return set_error(Error::NotSupported, std::string("_addmm_activation of dtype ") + dtype_name(a.dtype) +
@@ -51,9 +54,11 @@ Error check_arguments(const TensorRef& s, const TensorRef& a, const TensorRef& b
 
 extern "C" {
 
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__addmm_activation(AtenTensorHandle self, AtenTensorHandle mat1,
-                                                                  AtenTensorHandle mat2, double beta, double alpha,
-                                                                  int32_t use_gelu, AtenTensorHandle* ret0) {
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__addmm_activation(AtenTensorHandle self,
+                                                                  AtenTensorHandle mat1,
+                                                                  AtenTensorHandle mat2, double beta,
+                                                                  double alpha, int32_t use_gelu,
+                                                                  AtenTensorHandle* ret0) {
   return aoti::guarded("aoti_torch_cuda__addmm_activation", [&]() -> Error {
     KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
     KILN_ASSIGN_OR_RETURN(TensorRef s, read_tensor(self, "self"));
@@ -73,7 +78,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__addmm_activation(AtenTensorHand
       const Error fused = matmul_into(o, a, b, alpha, 1.0, RowBias{s.data, 1}, act);
       if (fused == Error::Ok) return return_handle(out, ret0, "ret0");
       if (fused != Error::NotSupported) return fused;
-      KILN_LOG(Debug, "_addmm_activation on CUDA: " + last_error_message() + "; addmm, then the activation kernel");
+      KILN_LOG(Debug,
+               "_addmm_activation on CUDA: " + last_error_message() + "; addmm, then the activation kernel");
     }
     KILN_RETURN_IF_ERROR(addmm_into(o, self, a, b, beta, alpha));
     ScopedDevice scoped(o.device_index);

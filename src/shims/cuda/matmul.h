@@ -53,7 +53,7 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
 /// out = beta * self + alpha * a @ b (2-D), self broadcast to out's shape
 /// (ATen's addmm); with beta == 0 self is not read at all, so NaNs in it do
 /// not leak, as in ATen. out, a and b come from read_product.
-Error addmm_into(const TensorRef& out, AtenTensorHandle self, const TensorRef& a, const TensorRef& b, double beta,
-                 double alpha);
+Error addmm_into(const TensorRef& out, AtenTensorHandle self, const TensorRef& a, const TensorRef& b,
+                 double beta, double alpha);
 
 }  // namespace kiln::cudadev

@@ -28,8 +28,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, At
 }
 
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                                          AtenTensorHandle mat1, AtenTensorHandle mat2, double beta,
-                                                          double alpha) {
+                                                          AtenTensorHandle mat1, AtenTensorHandle mat2,
+                                                          double beta, double alpha) {
   return aoti::guarded("aoti_torch_cuda_addmm_out", [&]() -> Error {
     TensorRef o, a, b;
     KILN_RETURN_IF_ERROR(read_product(out, mat1, mat2, "mat1", "mat2", 2, o, a, b));

@@ -19,28 +19,34 @@ std::string matrix_shape(const TensorRef& t) {
 
 // ATen's checks, in its order and with its messages.
 Error check_mm_dtype(const TensorRef& o, const TensorRef& a, const TensorRef& b, int32_t out_dtype) {
-  if (a.dim() != 2) return aoti::invalid("self must be a matrix, got " + std::to_string(a.dim()) + "-D tensor");
-  if (b.dim() != 2) return aoti::invalid("mat2 must be a matrix, got " + std::to_string(b.dim()) + "-D tensor");
+  if (a.dim() != 2)
+    return aoti::invalid("self must be a matrix, got " + std::to_string(a.dim()) + "-D tensor");
+  if (b.dim() != 2)
+    return aoti::invalid("mat2 must be a matrix, got " + std::to_string(b.dim()) + "-D tensor");
   if (a.sizes[1] != b.sizes[0])
     return aoti::invalid("mat1 and mat2 shapes cannot be multiplied (" + matrix_shape(a) + " and " +
                          matrix_shape(b) + ")");
   if (out_dtype != static_cast<int32_t>(o.dtype))
-    return aoti::invalid("out_dtype must be the same as the dtype of the provided out tensor (out_dtype code " +
-                         std::to_string(out_dtype) + ", out " + dtype_name(o.dtype) + ")");
+    return aoti::invalid(
+        "out_dtype must be the same as the dtype of the provided out tensor (out_dtype code " +
+        std::to_string(out_dtype) + ", out " + dtype_name(o.dtype) + ")");
   if (a.dtype != b.dtype)
-    return aoti::invalid(std::string("input dtypes must be the same (self ") + dtype_name(a.dtype) + ", mat2 " +
-                         dtype_name(b.dtype) + ")");
+    return aoti::invalid(std::string("input dtypes must be the same (self ") + dtype_name(a.dtype) +
+                         ", mat2 " + dtype_name(b.dtype) + ")");
   const bool widened = o.dtype == DType::Float32 && (a.dtype == DType::Float16 || a.dtype == DType::BFloat16);
   if (o.dtype != a.dtype && !widened)
-    return aoti::invalid(std::string("out_dtype must be the same as input dtype or fp32 for fp16/bf16 inputs (inputs ") +
-                         dtype_name(a.dtype) + ", out_dtype " + dtype_name(o.dtype) + ")");
+    return aoti::invalid(
+        std::string("out_dtype must be the same as input dtype or fp32 for fp16/bf16 inputs (inputs ") +
+        dtype_name(a.dtype) + ", out_dtype " + dtype_name(o.dtype) + ")");
   // ATen multiplies into out itself, which is never resized here.
   if (o.dim() != 2 || o.sizes[0] != a.sizes[0] || o.sizes[1] != b.sizes[1])
     return aoti::invalid("out " + o.describe() + " is not the " + std::to_string(a.sizes[0]) + "x" +
-                         std::to_string(b.sizes[1]) + " result of self " + a.describe() + " @ mat2 " + b.describe());
+                         std::to_string(b.sizes[1]) + " result of self " + a.describe() + " @ mat2 " +
+                         b.describe());
   if (a.device_index != o.device_index || b.device_index != o.device_index)
-    return aoti::invalid("self, mat2 and out are on different CUDA devices (" + std::to_string(a.device_index) +
-                         ", " + std::to_string(b.device_index) + ", " + std::to_string(o.device_index) + ")");
+    return aoti::invalid("self, mat2 and out are on different CUDA devices (" +
+                         std::to_string(a.device_index) + ", " + std::to_string(b.device_index) + ", " +
+                         std::to_string(o.device_index) + ")");
   return check_product_dtype(a.dtype);
 }
 

@@ -62,7 +62,8 @@ __global__ void activation_kernel(T* x, int64_t numel) {
 }
 
 template <typename T>
-void launch_typed(void* x, int64_t numel, Activation act, unsigned blocks, unsigned threads, cudaStream_t stream) {
+void launch_typed(void* x, int64_t numel, Activation act, unsigned blocks, unsigned threads,
+                  cudaStream_t stream) {
   if (act == Activation::Relu)
     activation_kernel<T, Activation::Relu><<<blocks, threads, 0, stream>>>(static_cast<T*>(x), numel);
   else
@@ -74,12 +75,21 @@ void launch_typed(void* x, int64_t numel, Activation act, unsigned blocks, unsig
 Error launch_activation(void* x, DType dtype, int64_t numel, Activation act, cudaStream_t stream) {
   if (numel <= 0 || act == Activation::None) return Error::Ok;
   constexpr unsigned kThreads = 256;
-  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((numel + kThreads - 1) / kThreads, 1 << 20));
+  const unsigned blocks =
+      static_cast<unsigned>(std::min<int64_t>((numel + kThreads - 1) / kThreads, 1 << 20));
   switch (dtype) {
-    case DType::Float32: launch_typed<float>(x, numel, act, blocks, kThreads, stream); break;
-    case DType::Float16: launch_typed<__half>(x, numel, act, blocks, kThreads, stream); break;
-    case DType::BFloat16: launch_typed<__nv_bfloat16>(x, numel, act, blocks, kThreads, stream); break;
-    case DType::Float64: launch_typed<double>(x, numel, act, blocks, kThreads, stream); break;
+    case DType::Float32:
+      launch_typed<float>(x, numel, act, blocks, kThreads, stream);
+      break;
+    case DType::Float16:
+      launch_typed<__half>(x, numel, act, blocks, kThreads, stream);
+      break;
+    case DType::BFloat16:
+      launch_typed<__nv_bfloat16>(x, numel, act, blocks, kThreads, stream);
+      break;
+    case DType::Float64:
+      launch_typed<double>(x, numel, act, blocks, kThreads, stream);
+      break;
     default:
       return set_error(Error::NotSupported, std::string("activation of dtype ") + dtype_name(dtype) +
                                                 " on CUDA (float16, bfloat16, float32 and float64 only)");
