@@ -282,6 +282,21 @@ def _addmm_activation(g):
             yield Case(dict(self=g.tensor((6,), dt), mat1=g.tensor((4, 5), dt), mat2=g.tensor((5, 6), dt), beta=0.5,
                             alpha=2.0, use_gelu=gelu), id=f"{str(dt)[6:]}-{'gelu' if gelu else 'relu'}",
                        **_mm_tol(dt))
+    # beta 1 and a contiguous bias row, every size above 1: ATen's CUDA kernel adds the bias and applies the
+    # activation in cuBLASLt's epilogue (Kiln's too); M = 1 takes addmm and then the activation.
+    for dt in MM:
+        for gelu in (False, True):
+            act = "gelu" if gelu else "relu"
+            yield Case(dict(self=g.tensor((24,), dt), mat1=g.tensor((8, 16), dt), mat2=g.tensor((16, 24), dt),
+                            beta=1.0, alpha=1.5, use_gelu=gelu), id=f"{str(dt)[6:]}-{act}-bias-epilogue",
+                       **_mm_tol(dt))
+            yield Case(dict(self=g.tensor((24,), dt), mat1=g.tensor((1, 16), dt), mat2=g.tensor((16, 24), dt),
+                            beta=1.0, alpha=1.0, use_gelu=gelu), id=f"{str(dt)[6:]}-{act}-one-row", **_mm_tol(dt))
+    # self broadcast over rows, over columns, from a scalar, and a full matrix.
+    for shape in ((1, 6), (4, 1), (), (4, 6)):
+        for gelu in (False, True):
+            yield Case(dict(self=g.tensor(shape), mat1=g.tensor((4, 5)), mat2=g.tensor((5, 6)), beta=1.0, alpha=1.0,
+                            use_gelu=gelu), id=f"self{list(shape)}-{'gelu' if gelu else 'relu'}", rtol=1e-4, atol=1e-4)
     yield Case(dict(self=g.tensor((4, 6), torch.int64), mat1=g.tensor((4, 5), torch.int64),
                     mat2=g.tensor((5, 6), torch.int64), beta=1.0, alpha=1.0, use_gelu=False), id="int64-relu")
     yield Case(dict(self=torch.full((4, 6), float("nan")), mat1=g.tensor((4, 5)), mat2=g.tensor((5, 6)), beta=0.0,

@@ -393,16 +393,6 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_fill__Scalar(AtenTensorHandle sel
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_pad(AtenTensorHandle self, const int64_t* pad,
                                                    int64_t pad_len_, const char* mode, double* value,
                                                    AtenTensorHandle* ret0);
-/// resizes self in place (see resize.cpp for shared storage).
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_resize_(AtenTensorHandle self, const int64_t* size,
-                                                       int64_t size_len_, int32_t* memory_format);
-/// resizes self to the_template's sizes in place.
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_resize_as_(AtenTensorHandle self,
-                                                          AtenTensorHandle the_template,
-                                                          int32_t* memory_format);
-/// makes self a view of source's storage and geometry.
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_set__source_Tensor(AtenTensorHandle self,
-                                                                  AtenTensorHandle source);
 /// zeros of the given size (an ordinary zero-filled tensor).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__efficientzerotensor(const int64_t* size, int64_t size_len_,
                                                                     int32_t* dtype, int32_t* layout,

@@ -59,6 +59,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_rms_norm_linear(AtenTensorHandle
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_grouped_mm(AtenTensorHandle input, AtenTensorHandle weight,
                                                            AtenTensorHandle offs, AtenTensorHandle* ret0);
 /// out = self @ mat2 (2-D), cuBLASLt. out is preallocated with the result shape.
+/// mm, addmm, bmm and mm_dtype take float16, bfloat16, float32, float64,
+/// complex64 and complex128 (no integers, as ATen's CUDA kernels).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                        AtenTensorHandle mat2);
 /// out = beta * self + alpha * (mat1 @ mat2); self broadcasts to out's shape.
@@ -68,6 +70,16 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, 
 /// out[b] = self[b] @ mat2[b] (3-D).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                         AtenTensorHandle mat2);
+/// out = self @ mat2 (2-D) with out of out_dtype: the operands' dtype, or
+/// float32 for float16/bfloat16 operands (their float32 accumulator, unrounded).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mm_dtype_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                             AtenTensorHandle mat2, int32_t out_dtype);
+/// *ret0 = relu or, with use_gelu, GELU (the tanh approximation, as ATen's CUDA
+/// kernel) of beta * self + alpha * (mat1 @ mat2), self broadcast: a new
+/// contiguous tensor. float16, bfloat16, float32 and float64.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__addmm_activation(AtenTensorHandle self, AtenTensorHandle mat1,
+                                                                  AtenTensorHandle mat2, double beta, double alpha,
+                                                                  int32_t use_gelu, AtenTensorHandle* ret0);
 /// aten::convolution through cuDNN (1-d as 2-d, 2-d, 3-d; groups; transposed).
 /// bias may be null; *ret0 is a new reference laid out like ATen's CUDA result
 /// (channels-last when input or weight is channels-last).

@@ -5,8 +5,9 @@
 // the answer is looked up instead of asked for again.
 //
 // The key is a fixed array of integers that must spell out everything the
-// heuristic's answer depends on (device, types, transposes, sizes, leading
-// dimensions, batch geometry, alignments); the caller builds it. When the
+// heuristic's answer depends on (device, operand, result and compute types,
+// epilogue, transposes, sizes, leading dimensions, batch geometry,
+// alignments); the caller builds it. When the
 // cache is full it is emptied: shapes that vary without end (an attention
 // product whose length grows every step) cost one heuristic call per new
 // shape and cannot grow memory without bound. Header-only and free of CUDA
