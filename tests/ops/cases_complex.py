@@ -433,6 +433,10 @@ def _pad(g):
     yield Case(dict(self=x4.transpose(2, 3), pad=[-1, -1], mode="constant", value=None), id="constant-crop-transposed")
     yield Case(dict(self=x4.contiguous(memory_format=torch.channels_last), pad=[1, 1, 2, 0], mode="constant", value=None),
                id="constant-channels-last")
+    yield Case(dict(self=x4.contiguous(memory_format=torch.channels_last), pad=[-1, 0, 0, -1], mode="constant", value=None),
+               id="constant-channels-last-crop")
+    yield Case(dict(self=g.tensor((1, 2, 3, 4, 5)).contiguous(memory_format=torch.channels_last_3d), pad=[1, 0, 0, 1, 1, 1],
+                    mode="constant", value=-2.0), id="constant-channels-last-3d")
     yield Case(dict(self=g.tensor(()), pad=[], mode="constant", value=None), id="constant-scalar")
     yield Case(dict(self=g.tensor((2, 0, 4)), pad=[1, 1], mode="constant", value=None), id="constant-empty")
     yield Case(dict(self=g.tensor((2, 3, 4)), pad=[-2, -2], mode="constant", value=None), id="constant-to-empty")
@@ -447,6 +451,11 @@ def _pad(g):
         yield Case(dict(self=x4.transpose(2, 3), pad=[1, 2, 1, 0], mode=mode, value=None), id=f"{mode}-transposed")
         yield Case(dict(self=x4.contiguous(memory_format=torch.channels_last), pad=[1, 2, 1, 0], mode=mode, value=None),
                    id=f"{mode}-channels-last")
+        # 3-d padding keeps channels-last (5-d, or 4-d unbatched) on both devices; 2-d reflect does not on CUDA.
+        yield Case(dict(self=g.tensor((1, 2, 3, 4, 5)).contiguous(memory_format=torch.channels_last_3d), pad=[1, 1, 2, 0, 0, 2],
+                        mode=mode, value=None), id=f"{mode}-channels-last-3d")
+        yield Case(dict(self=x4.contiguous(memory_format=torch.channels_last), pad=[1, 0, 1, 1, 0, 1], mode=mode, value=None),
+                   id=f"{mode}-channels-last-unbatched-3d")
         yield Case(dict(self=g.tensor((2, 3, 4), torch.complex64), pad=[1, 1], mode=mode, value=None), id=f"{mode}-complex")
         yield Case(dict(self=g.tensor((2, 3, 4)), pad=[1, 1], mode=mode, value=2.0), error="doesn't take in value",
                    id=f"{mode}-value")
