@@ -52,12 +52,9 @@ CUDA_RETURN_LAYOUT = {
 # Ops whose ATen CUDA kernel gives results the CPU kernel does not: staging would hand a model compiled
 # for CUDA the CPU op's answer, so they wait for native CUDA code (docs/ops.md says "not yet").
 CUDA_SEMANTICS_DIFFER = {
-    "_fft_r2c": "cuFFT's result strides (the meta function's CUDA branch) differ from the CPU kernel's",
-    "_fft_c2c": "cuFFT's result strides (the meta function's CUDA branch) differ from the CPU kernel's",
     "_embedding_bag": "offset2bag, bag_size and max_indices follow other shape rules on CUDA",
     "_embedding_bag_forward_only": "offset2bag, bag_size and max_indices follow other shape rules on CUDA",
     "mode": "the CUDA kernel breaks ties between equally frequent values differently",
-    "pad": "the CUDA kernels lay out results by mode (constant keeps channels-last, reflect and replicate do not)",
 }
 
 VIEW_OPS = {"narrow", "permute", "reshape", "slice_Tensor", "squeeze_dim", "view_dtype", "view_as_real",

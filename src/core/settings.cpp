@@ -40,6 +40,8 @@ constexpr SettingInfo kSettingTable[] = {
      "cuBLASLt to open instead of libcublasLt.so.13; read when a model first needs it."},
     {SettingId::CudnnLibrary, "cudnn_library", String, Process, "", "",
      "cuDNN to open instead of libcudnn.so.9; read when a model first needs it."},
+    {SettingId::CufftLibrary, "cufft_library", String, Process, "", "",
+     "cuFFT to open instead of libcufft.so.12; read when a model first needs it."},
     {SettingId::CpuBlockCacheBytes, "cpu_block_cache_bytes", Int, Process, "1073741824", "",
      "Bytes of freed large host blocks kept for reuse (0: none); read at the first large allocation."},
     {SettingId::PoisonAllocations, "poison_allocations", Bool, Process, "false", "",

@@ -44,6 +44,7 @@ enum class SettingId : uint8_t {
   CudaUploadWorkers,
   CublasltLibrary,
   CudnnLibrary,
+  CufftLibrary,
   CpuBlockCacheBytes,
   PoisonAllocations,
   BlasLibrary,

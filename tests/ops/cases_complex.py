@@ -37,6 +37,19 @@ def _fft_r2c(g):
         yield Case(dict(self=g.tensor((6, 4), dt).t(), dim=[0], normalization=0, onesided=True), id=f"{_name(dt)}-transposed", **tol)
         yield Case(dict(self=g.tensor((3, 4, 5), dt).permute(2, 0, 1), dim=[1], normalization=2, onesided=True),
                    id=f"{_name(dt)}-permuted", **tol)
+        # ATen's CUDA kernel runs dims starting with (0, 1), or more than 3 dims, as several cuFFT passes
+        # (the result strides follow each pass; a two-sided result is then contiguous).
+        for shape, dim in [((3, 4, 6), [0, 1]), ((2, 3, 4, 5), [0, 1, 2, 3]), ((3, 5, 7), [0, 1, 2])]:
+            for onesided in (True, False):
+                yield Case(dict(self=g.tensor(shape, dt), dim=dim, normalization=1, onesided=onesided),
+                           id=f"{_name(dt)}-{'x'.join(map(str, shape))}-d{''.join(map(str, dim))}-passes-{onesided}", **tol)
+        # Size-1 batch dims (equal strides: the order ATen sorts them in decides the result strides), an
+        # even last dim two-sided, a prime size in a 2-d transform.
+        yield Case(dict(self=g.tensor((2, 1, 8), dt), dim=[2], normalization=0, onesided=True), id=f"{_name(dt)}-unit-batch", **tol)
+        yield Case(dict(self=g.tensor((1, 3, 1, 8), dt), dim=[1, 3], normalization=2, onesided=False),
+                   id=f"{_name(dt)}-unit-batch-2d", **tol)
+        yield Case(dict(self=g.tensor((4, 2), dt), dim=[1], normalization=0, onesided=False), id=f"{_name(dt)}-two-sided-2", **tol)
+        yield Case(dict(self=g.tensor((13, 9), dt), dim=[1, 0], normalization=2, onesided=False), id=f"{_name(dt)}-13x9-d10", **tol)
     yield Case(dict(self=g.tensor((4,), torch.float16), dim=[0], normalization=0, onesided=True), error="float32 or float64", id="half")
     yield Case(dict(self=g.tensor((4,), torch.int64), dim=[0], normalization=0, onesided=True), error="float32 or float64", id="int")
     yield Case(dict(self=g.tensor((4, 3)), dim=[2], normalization=0, onesided=True), error="out of range", id="bad-dim")
@@ -62,6 +75,13 @@ def _fft_c2c(g):
                    id=f"{_name(dt)}-transposed-2d", **tol)
         yield Case(dict(self=g.tensor((2, 3, 4), dt).permute(2, 0, 1), dim=[1], normalization=0, forward=True),
                    id=f"{_name(dt)}-permuted", **tol)
+        # More than 3 dims: ATen's CUDA kernel runs several cuFFT passes, 3 dims of smallest stride first.
+        yield Case(dict(self=g.tensor((2, 3, 4, 5), dt), dim=[0, 1, 2, 3], normalization=2, forward=True), id=f"{_name(dt)}-4d", **tol)
+        yield Case(dict(self=g.tensor((2, 3, 4, 5), dt).permute(3, 1, 0, 2), dim=[3, 0, 2, 1], normalization=1, forward=False),
+                   id=f"{_name(dt)}-4d-permuted", **tol)
+        yield Case(dict(self=g.tensor((1, 4, 1, 6), dt), dim=[3], normalization=0, forward=True), id=f"{_name(dt)}-unit-batch", **tol)
+        yield Case(dict(self=g.tensor((3, 4, 6), dt).transpose(0, 2), dim=[0, 1], normalization=0, forward=True),
+                   id=f"{_name(dt)}-transposed-01", **tol)
         yield Case(dict(self=g.tensor((4, 3), dt), dim=[], normalization=0, forward=True), id=f"{_name(dt)}-no-dims")
     yield Case(dict(self=g.tensor((4,)), dim=[0], normalization=0, forward=True), error="complex64 or complex128", id="real")
     yield Case(dict(self=g.tensor((4,), torch.complex64), dim=[1], normalization=0, forward=True), error="out of range", id="bad-dim")
@@ -433,6 +453,10 @@ def _pad(g):
     yield Case(dict(self=x4.transpose(2, 3), pad=[-1, -1], mode="constant", value=None), id="constant-crop-transposed")
     yield Case(dict(self=x4.contiguous(memory_format=torch.channels_last), pad=[1, 1, 2, 0], mode="constant", value=None),
                id="constant-channels-last")
+    yield Case(dict(self=x4.contiguous(memory_format=torch.channels_last), pad=[-1, 0, 0, -1], mode="constant", value=None),
+               id="constant-channels-last-crop")
+    yield Case(dict(self=g.tensor((1, 2, 3, 4, 5)).contiguous(memory_format=torch.channels_last_3d), pad=[1, 0, 0, 1, 1, 1],
+                    mode="constant", value=-2.0), id="constant-channels-last-3d")
     yield Case(dict(self=g.tensor(()), pad=[], mode="constant", value=None), id="constant-scalar")
     yield Case(dict(self=g.tensor((2, 0, 4)), pad=[1, 1], mode="constant", value=None), id="constant-empty")
     yield Case(dict(self=g.tensor((2, 3, 4)), pad=[-2, -2], mode="constant", value=None), id="constant-to-empty")
@@ -447,6 +471,11 @@ def _pad(g):
         yield Case(dict(self=x4.transpose(2, 3), pad=[1, 2, 1, 0], mode=mode, value=None), id=f"{mode}-transposed")
         yield Case(dict(self=x4.contiguous(memory_format=torch.channels_last), pad=[1, 2, 1, 0], mode=mode, value=None),
                    id=f"{mode}-channels-last")
+        # 3-d padding keeps channels-last (5-d, or 4-d unbatched) on both devices; 2-d reflect does not on CUDA.
+        yield Case(dict(self=g.tensor((1, 2, 3, 4, 5)).contiguous(memory_format=torch.channels_last_3d), pad=[1, 1, 2, 0, 0, 2],
+                        mode=mode, value=None), id=f"{mode}-channels-last-3d")
+        yield Case(dict(self=x4.contiguous(memory_format=torch.channels_last), pad=[1, 0, 1, 1, 0, 1], mode=mode, value=None),
+                   id=f"{mode}-channels-last-unbatched-3d")
         yield Case(dict(self=g.tensor((2, 3, 4), torch.complex64), pad=[1, 1], mode=mode, value=None), id=f"{mode}-complex")
         yield Case(dict(self=g.tensor((2, 3, 4)), pad=[1, 1], mode=mode, value=2.0), error="doesn't take in value",
                    id=f"{mode}-value")

@@ -59,4 +59,37 @@ std::vector<int64_t> strides_like(std::span<const int64_t> sizes, std::span<cons
   return result;
 }
 
+bool strides_like_channels_last(std::span<const int64_t> sizes, std::span<const int64_t> strides) {
+  const size_t rank = sizes.size();
+  if (rank != 4 && rank != 5) return false;
+  if (strides[1] == 0) return false;
+  // C, then W, H (, D) from the inside out, then N.
+  std::vector<size_t> order{1};
+  for (size_t d = rank - 1; d >= 2; --d) order.push_back(d);
+  order.push_back(0);
+  int64_t min = 0;
+  for (size_t d : order) {
+    if (sizes[d] == 0 || strides[d] < min) return false;
+    // N and C with equal strides (N of size 1 after C of size 1, say) is
+    // ambiguous; c10 calls it contiguous.
+    if (d == 0 && min == strides[1]) return false;
+    min = strides[d];
+    if (sizes[d] > 1) min *= sizes[d];
+  }
+  return true;
+}
+
+std::vector<int64_t> channels_last_strides(std::span<const int64_t> sizes) {
+  const size_t rank = sizes.size();
+  std::vector<int64_t> strides(rank, 1);
+  if (rank != 4 && rank != 5) return strides;
+  int64_t s = sizes[1];
+  for (size_t d = rank - 1; d >= 2; --d) {
+    strides[d] = s;
+    s *= sizes[d];
+  }
+  strides[0] = s;
+  return strides;
+}
+
 }  // namespace kiln::aoti

@@ -21,4 +21,14 @@ KILN_API bool non_overlapping_and_dense(std::span<const int64_t> sizes, std::spa
 /// non-overlapping and dense, else dense strides in its memory order.
 KILN_API std::vector<int64_t> strides_like(std::span<const int64_t> sizes, std::span<const int64_t> strides);
 
+/// True if a 4-d (5-d) tensor's strides look channels-last (channels-last-3d)
+/// to ATen's suggest_memory_format (c10's is_channels_last_strides_2d/_3d):
+/// dimensions C, then the spatial ones from last to first, then N, by
+/// increasing stride. False for any other rank.
+KILN_API bool strides_like_channels_last(std::span<const int64_t> sizes, std::span<const int64_t> strides);
+
+/// The strides ATen gives a new 4-d (5-d) tensor allocated channels-last
+/// (channels-last-3d): c10's get_channels_last_strides_2d/_3d.
+KILN_API std::vector<int64_t> channels_last_strides(std::span<const int64_t> sizes);
+
 }  // namespace kiln::aoti

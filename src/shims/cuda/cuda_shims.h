@@ -138,4 +138,14 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle sel
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest, int32_t sorted, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_nonzero(AtenTensorHandle self, AtenTensorHandle* ret0);
 
+// ---- FFT (fft.cpp): cuFFT, opened on first use; results strided as ATen's CUDA kernels'.
+/// n-d DFT of real float32/float64 `self` over `dim` (complex64/complex128);
+/// normalization 0 none, 1 1/sqrt(n), 2 1/n; onesided halves the last of `dim`.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__fft_r2c(AtenTensorHandle self, const int64_t* dim, int64_t dim_len_, int64_t normalization, int32_t onesided, AtenTensorHandle* ret0);
+/// n-d DFT (forward != 0) or inverse DFT of complex64/complex128 `self` over `dim`.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__fft_c2c(AtenTensorHandle self, const int64_t* dim, int64_t dim_len_, int64_t normalization, int32_t forward, AtenTensorHandle* ret0);
+
+// ---- Padding (pad.cpp): aten::pad, every mode and dtype; value may be null.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_pad(AtenTensorHandle self, const int64_t* pad, int64_t pad_len_, const char* mode, double* value, AtenTensorHandle* ret0);
+
 }  // extern "C"

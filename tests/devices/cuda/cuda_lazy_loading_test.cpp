@@ -1,7 +1,7 @@
-// cuBLASLt and cuDNN must be opened only when a model first needs them. A
-// global environment records the process's mappings right after the CUDA
-// device is up (before any test runs an op); the test then checks that a GEMM
-// and a convolution load exactly their library.
+// cuBLASLt, cuDNN and cuFFT must be opened only when a model first needs
+// them. A global environment records the process's mappings right after the
+// CUDA device is up (before any test runs an op); the test then checks that a
+// GEMM, a convolution and an FFT load exactly their library.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -24,6 +24,7 @@ bool mapped(const std::string& needle) {
 
 bool g_cublaslt_at_start = true;
 bool g_cudnn_at_start = true;
+bool g_cufft_at_start = true;
 
 class MappingsAtStart : public ::testing::Environment {
  public:
@@ -35,6 +36,7 @@ class MappingsAtStart : public ::testing::Environment {
     ASSERT_TRUE(t.ok()) << kiln::last_error_message();
     g_cublaslt_at_start = mapped("libcublasLt");
     g_cudnn_at_start = mapped("libcudnn");
+    g_cufft_at_start = mapped("libcufft");
   }
 };
 
@@ -44,6 +46,7 @@ TEST(CudaLazyLibraries, LoadedOnlyOnFirstUse) {
   using namespace kiln_test;
   EXPECT_FALSE(g_cublaslt_at_start) << "libcublasLt was mapped before any matrix product";
   EXPECT_FALSE(g_cudnn_at_start) << "libcudnn was mapped before any convolution";
+  EXPECT_FALSE(g_cufft_at_start) << "libcufft was mapped before any FFT";
 
   auto mm = shim<decltype(&aoti_torch_cuda_mm_out)>("aoti_torch_cuda_mm_out");
   Handle a(device_tensor(random_values(6, 1), {2, 3}, kiln::DType::Float32));
@@ -63,6 +66,17 @@ TEST(CudaLazyLibraries, LoadedOnlyOnFirstUse) {
   ASSERT_EQ(conv(x, w, nullptr, one, 2, zero, 2, one, 2, 0, zero, 2, 1, &y), 0) << kiln::last_error_message();
   Handle y_owner(y);
   EXPECT_TRUE(mapped("libcudnn"));
+  if (!g_cufft_at_start) {
+    EXPECT_FALSE(mapped("libcufft")) << "a matrix product or a convolution loaded cuFFT";
+  }
+
+  auto rfft = shim<decltype(&aoti_torch_cuda__fft_r2c)>("aoti_torch_cuda__fft_r2c");
+  Handle signal(device_tensor(random_values(8, 5), {8}, kiln::DType::Float32));
+  const int64_t dim[] = {0};
+  AtenTensorHandle spectrum = nullptr;
+  ASSERT_EQ(rfft(signal, dim, 1, 0, 1, &spectrum), 0) << kiln::last_error_message();
+  Handle spectrum_owner(spectrum);
+  EXPECT_TRUE(mapped("libcufft"));
 }
 
 }  // namespace
