@@ -57,7 +57,6 @@ CUDA_SEMANTICS_DIFFER = {
     "_embedding_bag": "offset2bag, bag_size and max_indices follow other shape rules on CUDA",
     "_embedding_bag_forward_only": "offset2bag, bag_size and max_indices follow other shape rules on CUDA",
     "_addmm_activation": "the CUDA kernel's GELU is the tanh approximation, the CPU kernel's the exact erf form",
-    "mode": "the CUDA kernel breaks ties between equally frequent values differently",
     "pad": "the CUDA kernels lay out results by mode (constant keeps channels-last, reflect and replicate do not)",
 }
 
