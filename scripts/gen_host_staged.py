@@ -54,8 +54,6 @@ CUDA_RETURN_LAYOUT = {
 CUDA_SEMANTICS_DIFFER = {
     "_fft_r2c": "cuFFT's result strides (the meta function's CUDA branch) differ from the CPU kernel's",
     "_fft_c2c": "cuFFT's result strides (the meta function's CUDA branch) differ from the CPU kernel's",
-    "_embedding_bag": "offset2bag, bag_size and max_indices follow other shape rules on CUDA",
-    "_embedding_bag_forward_only": "offset2bag, bag_size and max_indices follow other shape rules on CUDA",
     "_addmm_activation": "the CUDA kernel's GELU is the tanh approximation, the CPU kernel's the exact erf form",
     "pad": "the CUDA kernels lay out results by mode (constant keeps channels-last, reflect and replicate do not)",
 }
