@@ -51,11 +51,7 @@ CUDA_RETURN_LAYOUT = {
 # metadata-only implementation on each device.
 # Ops whose ATen CUDA kernel gives results the CPU kernel does not: staging would hand a model compiled
 # for CUDA the CPU op's answer, so they wait for native CUDA code (docs/ops.md says "not yet").
-CUDA_SEMANTICS_DIFFER = {
-    "_embedding_bag": "offset2bag, bag_size and max_indices follow other shape rules on CUDA",
-    "_embedding_bag_forward_only": "offset2bag, bag_size and max_indices follow other shape rules on CUDA",
-    "mode": "the CUDA kernel breaks ties between equally frequent values differently",
-}
+CUDA_SEMANTICS_DIFFER: dict[str, str] = {}
 
 VIEW_OPS = {"narrow", "permute", "reshape", "slice_Tensor", "squeeze_dim", "view_dtype", "view_as_real",
             "view_as_complex"}

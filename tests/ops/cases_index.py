@@ -3,6 +3,7 @@ index_reduce, repeat_interleave, cat, embedding bags, segment_reduce."""
 
 import torch
 
+from compare import assert_same
 from op_case import FLOATS, INTS, COMPLEX, Case, cases
 
 ALL = FLOATS + INTS + COMPLEX + (torch.bool,)
@@ -348,6 +349,17 @@ def _bag_reference(op):
     return ref
 
 
+def _check_include_last(kwargs, ref_kwargs, got, expected):
+    """include_last_offset: ATen's CUDA kernel makes bag_size one entry per offset and never writes the
+    entry past the last bag (its CPU kernel makes one per bag); compare bag_size on the bags only."""
+    bags = kwargs["offsets"].numel() - 1
+    for i in (0, 1, 3):
+        assert_same(got[i], expected[i], f"result {i}")
+    assert got[2].dtype == expected[2].dtype and got[2].shape == expected[2].shape, \
+        f"bag_size: {got[2].dtype}{tuple(got[2].shape)}, ATen {expected[2].dtype}{tuple(expected[2].shape)}"
+    assert torch.equal(got[2][:bags], expected[2][:bags]), f"bag_size {got[2]}, ATen {expected[2]}"
+
+
 def _bag_cases(g, op):
     ref = _bag_reference(op)
 
@@ -366,7 +378,18 @@ def _bag_cases(g, op):
         w = g.tensor((7, 4))
         yield bag(w, idx.int(), offs.int(), mode, id=f"mode{mode}-int32")
         yield bag(w, idx.int(), offs, mode, id=f"mode{mode}-mixed-index-dtypes")
-        yield bag(w, idx, torch.tensor([0, 3, 3, 8]), mode, ilo=True, id=f"mode{mode}-include-last")
+        yield bag(w, idx, torch.tensor([0, 3, 3, 8]), mode, ilo=True, check=_check_include_last,
+                  id=f"mode{mode}-include-last")
+        # The last offset short of the end: ATen's CUDA kernel runs the last bag to the end anyway.
+        yield bag(w, idx, torch.tensor([0, 2, 5]), mode, ilo=True, check=_check_include_last,
+                  id=f"mode{mode}-include-last-short")
+        yield bag(w, idx.int(), torch.tensor([0, 3, 8], dtype=torch.int32), mode, ilo=True, pad=3,
+                  check=_check_include_last, id=f"mode{mode}-include-last-int32-padding")
+        # A bag of padding only, and padding_idx 0.
+        yield bag(w, torch.tensor([0, 0, 2, 0, 5]), torch.tensor([0, 2, 4]), mode, pad=0, id=f"mode{mode}-padding-only-bag")
+        # 2-d input as nn.functional.embedding_bag passes it: flattened, with one bag per row.
+        rows = g.index((4, 3), 7)
+        yield bag(w, rows.reshape(-1), torch.arange(0, 12, 3), mode, id=f"mode{mode}-fixed-size-bags")
         yield bag(w, idx, offs, mode, pad=1, id=f"mode{mode}-padding")
         yield bag(w.double(), idx, offs, mode, pad=4, id=f"mode{mode}-padding-f64")
         yield bag(w, torch.zeros(0, dtype=torch.int64), torch.tensor([0, 0]), mode, id=f"mode{mode}-empty-bags")
@@ -384,6 +407,16 @@ def _bag_cases(g, op):
     yield bag(w, idx.float(), offs, 0, error="'indices' has dtype float32", id="float-indices")
     yield bag(w.int(), idx, offs, 0, error="'weight' has dtype int32", id="int-weight")
     yield bag(w, idx, offs, 3, error="argument 'mode' is 3", id="bad-mode")
+    yield bag(w, idx.reshape(2, 4), offs, 0, error="expected 1-d", id="2d-indices")
+    yield bag(w, idx.int(), offs, 0, psw=g.tensor((8,)), id="per-sample-weights-int32")
+    yield bag(w, torch.tensor([0, 1, 0, 9]), torch.tensor([0, 2]), 2, error="index 9 at position 3", id="oob-index-max")
+    wn = g.tensor((7, 4))
+    wn[2, 0] = float("nan")
+    wn[4, 1] = float("nan")
+    yield bag(wn, torch.tensor([0, 2, 4, 2, 1, 4]), torch.tensor([0, 2, 4]), 2, id="max-nan")
+    yield bag(wn, torch.tensor([0, 2, 4, 2, 1, 4]), torch.tensor([0, 2, 4]), 0, id="sum-nan")
+    tied = torch.tensor([[1.0, 2.0], [1.0, 2.0], [0.5, 3.0]])
+    yield bag(tied, torch.tensor([0, 1, 2, 1, 0]), torch.tensor([0, 3]), 2, id="max-ties")
 
 
 @cases("_embedding_bag")

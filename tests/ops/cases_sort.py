@@ -245,6 +245,23 @@ def _mode(g):
     yield Case(dict(self=g.tensor((4, 3, 5), torch.int64, low=0, high=3).permute(2, 0, 1), dim=0, keepdim=False), id="permuted")
     yield Case(dict(self=g.tensor((3, 40), torch.int64, low=0, high=5), dim=1, keepdim=True), check=_check_mode_ties,
                id="long-lines")
+    # Every value equally frequent: ATen's CUDA kernel picks among them by where their runs end after
+    # sorting (its block reduction's order), its CPU kernel the smallest. Lines of 60, 200 and 2000
+    # elements take the CUDA kernel's three block sizes; 3000 takes its sort-the-line path.
+    for n, k in ((60, 6), (200, 8), (2000, 10), (3000, 6)):
+        rows = torch.stack([torch.arange(n) % k for _ in range(3)])
+        rows = rows.gather(1, torch.stack([torch.randperm(n, generator=g.g) for _ in range(3)]))
+        yield Case(dict(self=rows.to(g.device), dim=1, keepdim=False), check=_check_mode_ties, id=f"all-tied-{n}")
+    yield Case(dict(self=(torch.arange(400) % 5).float().reshape(20, 20).t(), dim=0, keepdim=True),
+               check=_check_mode_ties, id="all-tied-transposed")
+    yield Case(dict(self=torch.tensor([[True, False, True, False], [False, True, True, False]]), dim=1, keepdim=False),
+               id="bool-tie")
+    yield Case(dict(self=torch.tensor([0.0, -0.0, 1.0, -0.0, 1.0]), dim=0, keepdim=False), id="signed-zeros")
+    # NaNs equal nothing, so each counts once; ATen's CPU kernel sorts them with `<` (where they land is
+    # its sort's doing), its CUDA kernel with a sorting network: lines whose winner is clear either way.
+    yield Case(dict(self=torch.tensor([[NAN, 1.0, 1.0, 2.0], [2.0, 1.0, 1.0, NAN]]), dim=1, keepdim=False), id="nan")
+    yield Case(dict(self=torch.tensor([[5, 5, 5], [1, 2, 3]], dtype=torch.int16), dim=0, keepdim=False), id="lines-of-2")
+    yield Case(dict(self=g.tensor((3, 1, 4), torch.int64, low=0, high=3), dim=1, keepdim=False), id="line-of-1")
     yield Case(dict(self=g.tensor(()), dim=0, keepdim=False), id="scalar")
     yield Case(dict(self=g.tensor((2, 0)), dim=0, keepdim=False), id="no-lines")
     yield Case(dict(self=g.tensor((2, 0)), dim=1, keepdim=False), error="size 0", id="empty-line")

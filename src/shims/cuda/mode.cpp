@@ -1,0 +1,133 @@
+// aoti_torch_cuda_mode: the most frequent value of each line along `dim` and
+// a position of it, as ATen's CUDA kernels give them (kernels/mode_kernel.h
+// says how they differ from the CPU kernel's smallest value and last
+// position). Lines of at most 2048 elements take ATen's block kernel,
+// reproduced; longer lines (or tensors past 32-bit offsets, as ATen decides)
+// are sorted stably (kernels/sort_kernel.h) and give the smallest of the
+// most frequent values at its first position. Results are new contiguous
+// tensors of the reduced shape; a reduced dimension of size 0 is refused, as
+// are dtypes ATen's CUDA mode does not dispatch (complex, wide unsigned).
+//
+// Where the result can still differ from ATen's: lines longer than 2048 that
+// hold NaN. ATen's sort there puts negative NaNs first and fails an internal
+// assert when a NaN would be the mode; ours orders every NaN last (and
+// float16/bfloat16 lines, which ATen merge-sorts with `<`, likewise).
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "devices/cuda/kernels/mode_kernel.h"
+#include "devices/cuda/kernels/sort_kernel.h"
+#include "shims/cuda/cuda_shims.h"
+#include "shims/cuda/op_util.h"
+
+using namespace kiln;
+using namespace kiln::cudadev;
+
+namespace {
+
+// ATen's canUse32BitIndexMath(self): fewer than INT32_MAX elements and the
+// last one's offset below INT32_MAX. When false ATen sorts even short lines.
+bool offsets_fit_32_bits(const TensorRef& t) {
+  constexpr int64_t limit = std::numeric_limits<int32_t>::max();
+  const int64_t numel = t.numel();
+  if (numel >= limit) return false;
+  if (numel == 0) return true;
+  int64_t linear = numel - 1, offset = 0;
+  for (int64_t d = t.dim() - 1; d >= 0; --d) {
+    const int64_t size = t.sizes[static_cast<size_t>(d)];
+    offset += (linear % size) * t.strides[static_cast<size_t>(d)];
+    linear /= size;
+  }
+  return offset < limit;
+}
+
+Error mode_by_sorting(const TensorRef& self, int64_t d, int64_t size, void* values, int64_t* indices) {
+  LineShape shape;
+  for (int64_t i = 0; i < self.dim(); ++i) {
+    const int64_t s = self.sizes[static_cast<size_t>(i)];
+    if (i < d) shape.outer *= s;
+    else if (i == d) shape.size = s;
+    else shape.inner *= s;
+  }
+  const int64_t lines = shape.lines();
+  cudaStream_t stream = current_stream(self.device_index);
+  KILN_ASSIGN_OR_RETURN(StridedIndexer in_index, indexer(self));
+  // The sorted lines land as [lines, size], line l = (outer o, inner n) at
+  // row o * inner + n: the order of the reduced result's elements.
+  StridedIndexer sorted_index;
+  sorted_index.ndim = 3;
+  sorted_index.sizes[0] = shape.outer;
+  sorted_index.sizes[1] = size;
+  sorted_index.sizes[2] = shape.inner;
+  sorted_index.strides[0] = shape.inner * size;
+  sorted_index.strides[1] = 1;
+  sorted_index.strides[2] = size;
+  const auto n = static_cast<size_t>(lines * size);
+  KILN_ASSIGN_OR_RETURN(DeviceBuffer sorted, DeviceBuffer::allocate(n * self.element_bytes(), self.device_index, stream));
+  KILN_ASSIGN_OR_RETURN(DeviceBuffer positions, DeviceBuffer::allocate(n * sizeof(int64_t), self.device_index, stream));
+  KILN_ASSIGN_OR_RETURN(size_t bytes, sort_lines_workspace(self.dtype, shape));
+  DeviceBuffer workspace;
+  if (bytes > 0) {
+    KILN_ASSIGN_OR_RETURN(workspace, DeviceBuffer::allocate(bytes, self.device_index, stream));
+  }
+  auto* pos = static_cast<int64_t*>(positions.get());
+  KILN_RETURN_IF_ERROR(launch_sort_lines(self.data, self.dtype, in_index, shape, false, size, sorted.get(), pos,
+                                         sorted_index, workspace.get(), bytes, stream));
+  return launch_mode_sorted(sorted.get(), self.dtype, pos, lines, size, values, indices, stream);
+}
+
+}  // namespace
+
+extern "C" {
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mode(AtenTensorHandle self_h, int64_t dim, int32_t keepdim,
+                                                     AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
+  return aoti::guarded("aoti_torch_cuda_mode", [&]() -> Error {
+    KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
+    KILN_RETURN_IF_ERROR(aoti::out_arg(ret1, "ret1"));
+    KILN_ASSIGN_OR_RETURN(TensorRef self, read_tensor(self_h, "self"));
+    KILN_ASSIGN_OR_RETURN(int64_t d, wrap_dim(dim, self.dim()));
+    if (!mode_supports(self.dtype))
+      return aoti::invalid(std::string("argument 'self' has dtype ") + dtype_name(self.dtype) +
+                           ", which mode does not support on CUDA");
+    const int64_t size = self.dim() == 0 ? 1 : self.sizes[static_cast<size_t>(d)];
+    if (size == 0)
+      return aoti::invalid("argument 'self' has size 0 in dimension " + std::to_string(d) + ", which mode reduces");
+    std::vector<int64_t> out_sizes;
+    for (int64_t i = 0; i < self.dim(); ++i) {
+      if (i != d) out_sizes.push_back(self.sizes[static_cast<size_t>(i)]);
+      else if (keepdim != 0) out_sizes.push_back(1);
+    }
+    KILN_ASSIGN_OR_RETURN(OwnedHandle values, new_contiguous(out_sizes, self.dtype, self.device_index));
+    KILN_ASSIGN_OR_RETURN(OwnedHandle indices, new_contiguous(out_sizes, DType::Int64, self.device_index));
+    KILN_ASSIGN_OR_RETURN(TensorRef v, read_tensor(values.get(), "ret0"));
+    KILN_ASSIGN_OR_RETURN(TensorRef i, read_tensor(indices.get(), "ret1"));
+    const int64_t lines = self.numel() / size;
+    auto* idx = static_cast<int64_t*>(i.data);
+    if (lines > 0 && size <= kModeBlockMaxLine && offsets_fit_32_bits(self)) {
+      // The block kernel reads line l as row-major elements [l * size, (l + 1) * size)
+      // of self with `dim` moved last; the other dimensions keep their order, the result's.
+      std::vector<int64_t> sizes, strides;
+      for (int64_t k = 0; k < self.dim(); ++k) {
+        if (k == d) continue;
+        sizes.push_back(self.sizes[static_cast<size_t>(k)]);
+        strides.push_back(self.strides[static_cast<size_t>(k)]);
+      }
+      if (self.dim() > 0) {
+        sizes.push_back(size);
+        strides.push_back(self.strides[static_cast<size_t>(d)]);
+      }
+      KILN_ASSIGN_OR_RETURN(StridedIndexer line_index, indexer(sizes, strides));
+      KILN_RETURN_IF_ERROR(launch_mode_block(self.data, self.dtype, line_index, lines, size, v.data, idx,
+                                             current_stream(self.device_index)));
+    } else if (lines > 0) {
+      KILN_RETURN_IF_ERROR(mode_by_sorting(self, d, size, v.data, idx));
+    }
+    KILN_RETURN_IF_ERROR(return_handle(values, ret0, "ret0"));
+    return return_handle(indices, ret1, "ret1");
+  });
+}
+
+}  // extern "C"
