@@ -113,6 +113,16 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attent
     AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4,
     int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8);
 
+// ---- Recurrent networks (fused_lstm_cell.cpp): forward only.
+/// aten::_thnn_fused_lstm_cell: ret0 hy, ret1 cy (contiguous, cx's shape), ret2 the
+/// activated gates [batch, 4 * hidden]; biases optional (both or neither).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__thnn_fused_lstm_cell(AtenTensorHandle input_gates,
+                                                                      AtenTensorHandle hidden_gates,
+                                                                      AtenTensorHandle cx, AtenTensorHandle* input_bias,
+                                                                      AtenTensorHandle* hidden_bias,
+                                                                      AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+                                                                      AtenTensorHandle* ret2);
+
 // ---- Scans (cumsum.cpp) and random ops (random.cpp; draw from the method's seed, aoti.seed).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumprod(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
