@@ -113,7 +113,18 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attent
     AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4,
     int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8);
 
-// ---- Recurrent networks (fused_lstm_cell.cpp): forward only.
+// ---- Recurrent networks (cudnn_rnn.cpp, fused_lstm_cell.cpp): forward only.
+/// aten::_cudnn_rnn for inference: RNN tanh/ReLU, LSTM (with projection), GRU (mode:
+/// cuDNN's numbering 0-3); layers, bidirectional, batch_first, packed sequences
+/// (batch_sizes). ret0 output, ret1 hy, ret2 cy (empty without cx), ret3 an empty
+/// uint8 reserve, ret4 weight_buf itself (undefined when none was given). Dropout
+/// between layers with train set is refused. Null ret pointers are skipped.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__cudnn_rnn(
+    AtenTensorHandle input, const AtenTensorHandle* weight, int64_t weight_len_, int64_t weight_stride0,
+    AtenTensorHandle* weight_buf, AtenTensorHandle hx, AtenTensorHandle* cx, int64_t mode, int64_t hidden_size,
+    int64_t proj_size, int64_t num_layers, int32_t batch_first, double dropout, int32_t train, int32_t bidirectional,
+    const int64_t* batch_sizes, int64_t batch_sizes_len_, AtenTensorHandle* dropout_state, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3, AtenTensorHandle* ret4);
 /// aten::_thnn_fused_lstm_cell: ret0 hy, ret1 cy (contiguous, cx's shape), ret2 the
 /// activated gates [batch, 4 * hidden]; biases optional (both or neither).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__thnn_fused_lstm_cell(AtenTensorHandle input_gates,
