@@ -10,3 +10,4 @@ import cases_linalg  # noqa: F401
 import cases_pool  # noqa: F401
 import cases_index  # noqa: F401
 import cases_complex  # noqa: F401
+import cases_rnn  # noqa: F401
