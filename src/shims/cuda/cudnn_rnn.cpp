@@ -46,10 +46,14 @@ namespace {
 
 std::string cell_name(RnnCell cell) {
   switch (cell) {
-    case RnnCell::RnnRelu: return "RNN_RELU";
-    case RnnCell::RnnTanh: return "RNN_TANH";
-    case RnnCell::Lstm: return "LSTM";
-    case RnnCell::Gru: return "GRU";
+    case RnnCell::RnnRelu:
+      return "RNN_RELU";
+    case RnnCell::RnnTanh:
+      return "RNN_TANH";
+    case RnnCell::Lstm:
+      return "LSTM";
+    case RnnCell::Gru:
+      return "GRU";
   }
   return "?";
 }
@@ -57,19 +61,19 @@ std::string cell_name(RnnCell cell) {
 // What the scalar arguments and the input's shape say.
 struct RnnShape {
   RnnCell cell = RnnCell::Lstm;
-  int64_t gates = 4;        // G: rows of W_ih and W_hh are G * hidden
-  int64_t hidden = 0;       // H
-  int64_t proj = 0;         // P (0: none)
-  int64_t out_size = 0;     // size of h: P if projected, else H
+  int64_t gates = 4;     // G: rows of W_ih and W_hh are G * hidden
+  int64_t hidden = 0;    // H
+  int64_t proj = 0;      // P (0: none)
+  int64_t out_size = 0;  // size of h: P if projected, else H
   int64_t layers = 0;
   int64_t dirs = 1;
   bool has_bias = true;
   bool batch_first = false;
   bool packed = false;
-  int64_t seq = 0;          // T
-  int64_t batch = 0;        // B
+  int64_t seq = 0;    // T
+  int64_t batch = 0;  // B
   int64_t input_size = 0;
-  int64_t rows = 0;         // rows of the input/output seen as [rows, features]
+  int64_t rows = 0;                           // rows of the input/output seen as [rows, features]
   std::vector<int64_t> batch_sizes, offsets;  // packed: per step, and its first row
 
   // The sequences still running at step t, and where their rows are: row of
@@ -87,7 +91,8 @@ struct LayerParams {
   TensorRef b_ih, b_hh;        // data null without biases
 };
 
-TensorRef view(void* data, DType dtype, int device, std::vector<int64_t> sizes, std::vector<int64_t> strides) {
+TensorRef view(void* data, DType dtype, int device, std::vector<int64_t> sizes,
+               std::vector<int64_t> strides) {
   TensorRef t;
   t.data = data;
   t.dtype = dtype;
@@ -135,14 +140,16 @@ Error check_like(const TensorRef& input, const TensorRef& t, const std::string& 
 
 Result<RnnShape> read_shape(const TensorRef& input, int64_t mode, int64_t hidden_size, int64_t proj_size,
                             int64_t num_layers, bool batch_first, bool bidirectional,
-                            std::span<const int64_t> batch_sizes, int64_t weight_len, int64_t weight_stride0) {
+                            std::span<const int64_t> batch_sizes, int64_t weight_len,
+                            int64_t weight_stride0) {
   RnnShape s;
   if (mode < 0 || mode > 3)
     return aoti::invalid("unrecognized RNN mode " + std::to_string(mode) +
                          " (cuDNN's: 0 RNN_RELU, 1 RNN_TANH, 2 LSTM, 3 GRU)");
   s.cell = static_cast<RnnCell>(mode);
   s.gates = rnn_gate_count(s.cell);
-  if (hidden_size <= 0) return aoti::invalid("hidden_size must be positive, got " + std::to_string(hidden_size));
+  if (hidden_size <= 0)
+    return aoti::invalid("hidden_size must be positive, got " + std::to_string(hidden_size));
   if (num_layers <= 0) return aoti::invalid("num_layers must be positive, got " + std::to_string(num_layers));
   if (proj_size < 0) return aoti::invalid("proj_size must not be negative, got " + std::to_string(proj_size));
   if (proj_size > 0 && s.cell != RnnCell::Lstm)
@@ -160,12 +167,14 @@ Result<RnnShape> read_shape(const TensorRef& input, int64_t mode, int64_t hidden
   if (weight_stride0 != with_bias && weight_stride0 != without)
     return aoti::invalid("weight_stride0 is " + std::to_string(weight_stride0) + "; " + cell_name(s.cell) +
                          (proj_size > 0 ? " with projections" : "") + " takes " + std::to_string(with_bias) +
-                         " tensors per layer and direction with biases or " + std::to_string(without) + " without");
+                         " tensors per layer and direction with biases or " + std::to_string(without) +
+                         " without");
   s.has_bias = weight_stride0 == with_bias;
   if (weight_len != weight_stride0 * s.layers * s.dirs)
     return aoti::invalid("the weight list holds " + std::to_string(weight_len) + " tensors; " +
                          std::to_string(s.layers) + " layers x " + std::to_string(s.dirs) + " directions x " +
-                         std::to_string(weight_stride0) + " need " + std::to_string(weight_stride0 * s.layers * s.dirs));
+                         std::to_string(weight_stride0) + " need " +
+                         std::to_string(weight_stride0 * s.layers * s.dirs));
 
   s.packed = !batch_sizes.empty();
   if (s.packed) {
@@ -182,8 +191,9 @@ Result<RnnShape> read_shape(const TensorRef& input, int64_t mode, int64_t hidden
       total += n;
     }
     if (total != input.sizes[0])
-      return aoti::invalid("batch_sizes " + aoti::shape_string(batch_sizes) + " sum to " + std::to_string(total) +
-                           " but the packed input has " + std::to_string(input.sizes[0]) + " rows");
+      return aoti::invalid("batch_sizes " + aoti::shape_string(batch_sizes) + " sum to " +
+                           std::to_string(total) + " but the packed input has " +
+                           std::to_string(input.sizes[0]) + " rows");
     s.batch_sizes.assign(batch_sizes.begin(), batch_sizes.end());
     s.seq = static_cast<int64_t>(batch_sizes.size());
     s.batch = batch_sizes[0];
@@ -192,8 +202,8 @@ Result<RnnShape> read_shape(const TensorRef& input, int64_t mode, int64_t hidden
   } else {
     if (input.dim() != 3)
       return aoti::invalid(std::string("input must be 3-D ") +
-                           (batch_first ? "[batch, seq, input_size]" : "[seq, batch, input_size]") + ", got " +
-                           input.describe());
+                           (batch_first ? "[batch, seq, input_size]" : "[seq, batch, input_size]") +
+                           ", got " + input.describe());
     s.seq = batch_first ? input.sizes[1] : input.sizes[0];
     s.batch = batch_first ? input.sizes[0] : input.sizes[1];
     s.rows = s.seq * s.batch;
@@ -238,16 +248,22 @@ Result<LayerParams> read_layer(const AtenTensorHandle* weight, int64_t stride0, 
 
 // The layer-0 input as a 2-D [rows, input_size] operand: the input itself
 // when its two leading dimensions merge into one row index, else a copy.
-Result<TensorRef> input_rows(const TensorRef& input, const RnnShape& s, DeviceBuffer& holder, cudaStream_t stream) {
+Result<TensorRef> input_rows(const TensorRef& input, const RnnShape& s, DeviceBuffer& holder,
+                             cudaStream_t stream) {
   if (s.packed) return input;
   const int64_t a0 = input.sizes[0], a1 = input.sizes[1];
   const int64_t s0 = input.strides[0], s1 = input.strides[1];
   int64_t row_stride = 0;
   bool merges = true;
-  if (a1 == 1) row_stride = s0;
-  else if (a0 == 1 || s0 == a1 * s1) row_stride = s1;
-  else merges = false;
-  if (merges) return view(input.data, input.dtype, input.device_index, {s.rows, s.input_size}, {row_stride, input.strides[2]});
+  if (a1 == 1)
+    row_stride = s0;
+  else if (a0 == 1 || s0 == a1 * s1)
+    row_stride = s1;
+  else
+    merges = false;
+  if (merges)
+    return view(input.data, input.dtype, input.device_index, {s.rows, s.input_size},
+                {row_stride, input.strides[2]});
   const std::vector<int64_t> strides = contiguous_strides(input.sizes);
   KILN_ASSIGN_OR_RETURN(holder, copy_to_layout(input, strides, stream));
   return view(holder.get(), input.dtype, input.device_index, {s.rows, s.input_size}, {s.input_size, 1});
@@ -272,7 +288,8 @@ Error run_rnn(const RnnShape& s, const TensorRef& input, const AtenTensorHandle*
   const auto bytes = [](int64_t n, size_t each) { return static_cast<size_t>(n) * each; };
 
   // Scratch, freed in stream order when this returns.
-  KILN_ASSIGN_OR_RETURN(DeviceBuffer input_gates, DeviceBuffer::allocate(bytes(s.rows * gh, 4), device, stream));
+  KILN_ASSIGN_OR_RETURN(DeviceBuffer input_gates,
+                        DeviceBuffer::allocate(bytes(s.rows * gh, 4), device, stream));
   KILN_ASSIGN_OR_RETURN(DeviceBuffer hidden_gates, DeviceBuffer::allocate(bytes(B * gh, 4), device, stream));
   DeviceBuffer cell_state, h_unprojected, layer_out[2];
   if (s.cell == RnnCell::Lstm) {
@@ -282,7 +299,8 @@ Error run_rnn(const RnnShape& s, const TensorRef& input, const AtenTensorHandle*
     KILN_ASSIGN_OR_RETURN(h_unprojected, DeviceBuffer::allocate(bytes(B * H, elem), device, stream));
   }
   for (int64_t i = 0; i < std::min<int64_t>(s.layers - 1, 2); ++i) {
-    KILN_ASSIGN_OR_RETURN(layer_out[i], DeviceBuffer::allocate(bytes(s.rows * features, elem), device, stream));
+    KILN_ASSIGN_OR_RETURN(layer_out[i],
+                          DeviceBuffer::allocate(bytes(s.rows * features, elem), device, stream));
   }
   DeviceBuffer input_copy;
   KILN_ASSIGN_OR_RETURN(TensorRef layer_in, input_rows(input, s, input_copy, stream));
@@ -294,7 +312,8 @@ Error run_rnn(const RnnShape& s, const TensorRef& input, const AtenTensorHandle*
     char* y = static_cast<char*>(layer + 1 == s.layers ? r.output.data : layer_out[layer % 2].get());
     for (int64_t dir = 0; dir < D; ++dir) {
       std::vector<DeviceBuffer> holders;
-      KILN_ASSIGN_OR_RETURN(LayerParams w, read_layer(weight, stride0, s, input, layer, dir, holders, stream));
+      KILN_ASSIGN_OR_RETURN(LayerParams w,
+                            read_layer(weight, stride0, s, input, layer, dir, holders, stream));
       const int64_t k = layer * D + dir;  // index into hx, cx, hy, cy
 
       // The input's contribution to every gate at every step, in one product.
@@ -307,14 +326,15 @@ Error run_rnn(const RnnShape& s, const TensorRef& input, const AtenTensorHandle*
         const int64_t dst_strides[2] = {Po, 1};
         const int64_t src_strides[2] = {hx.strides[1], hx.strides[2]};
         const int64_t sizes[2] = {B, Po};
-        KILN_RETURN_IF_ERROR(launch_strided_copy(h, dst_strides, static_cast<const char*>(hx.data) +
-                                                                     bytes(k * hx.strides[0], elem),
-                                                 src_strides, sizes, 2, elem, stream));
+        KILN_RETURN_IF_ERROR(launch_strided_copy(
+            h, dst_strides, static_cast<const char*>(hx.data) + bytes(k * hx.strides[0], elem), src_strides,
+            sizes, 2, elem, stream));
       }
       if (c != nullptr) {
         if (cx != nullptr) {
-          KILN_RETURN_IF_ERROR(launch_state_to_float(static_cast<const char*>(cx->data) + bytes(k * cx->strides[0], elem),
-                                                     dtype, cx->strides[1], cx->strides[2], c, B, H, stream));
+          KILN_RETURN_IF_ERROR(
+              launch_state_to_float(static_cast<const char*>(cx->data) + bytes(k * cx->strides[0], elem),
+                                    dtype, cx->strides[1], cx->strides[2], c, B, H, stream));
         } else {
           KILN_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(c, 0, bytes(B * H, 4), stream));
         }
@@ -326,7 +346,8 @@ Error run_rnn(const RnnShape& s, const TensorRef& input, const AtenTensorHandle*
         const int64_t row = s.first_row(t), row_step = s.row_step();
         char* y_rows = y + bytes(row * features + dir * Po, elem);
         KILN_RETURN_IF_ERROR(matmul(view(hg, DType::Float32, device, {n, gh}, {gh, 1}),
-                                    view(h, dtype, device, {n, Po}, {Po, 1}), transposed(w.w_hh), 1.0f, 0.0f));
+                                    view(h, dtype, device, {n, Po}, {Po, 1}), transposed(w.w_hh), 1.0f,
+                                    0.0f));
         RnnStepParams p;
         p.cell = s.cell;
         p.dtype = dtype;
@@ -352,17 +373,18 @@ Error run_rnn(const RnnShape& s, const TensorRef& input, const AtenTensorHandle*
         KILN_RETURN_IF_ERROR(launch_rnn_step(p, stream));
         if (s.proj > 0) {
           KILN_RETURN_IF_ERROR(matmul(view(h, dtype, device, {n, Po}, {Po, 1}),
-                                      view(h_unprojected.get(), dtype, device, {n, H}, {H, 1}), transposed(w.w_hr),
-                                      1.0f, 0.0f));
+                                      view(h_unprojected.get(), dtype, device, {n, H}, {H, 1}),
+                                      transposed(w.w_hr), 1.0f, 0.0f));
           const int64_t dst_strides[2] = {row_step * features, 1};
           const int64_t src_strides[2] = {Po, 1};
           const int64_t sizes[2] = {n, Po};
-          KILN_RETURN_IF_ERROR(launch_strided_copy(y_rows, dst_strides, h, src_strides, sizes, 2, elem, stream));
+          KILN_RETURN_IF_ERROR(
+              launch_strided_copy(y_rows, dst_strides, h, src_strides, sizes, 2, elem, stream));
         }
       }
       if (c != nullptr && r.cy.data != nullptr)
-        KILN_RETURN_IF_ERROR(launch_state_from_float(c, static_cast<char*>(r.cy.data) + bytes(k * B * H, elem), dtype,
-                                                     B * H, stream));
+        KILN_RETURN_IF_ERROR(launch_state_from_float(
+            c, static_cast<char*>(r.cy.data) + bytes(k * B * H, elem), dtype, B * H, stream));
     }
     layer_in = view(y, dtype, device, {s.rows, features}, {features, 1});
   }
@@ -381,10 +403,11 @@ extern "C" {
 
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__cudnn_rnn(
     AtenTensorHandle input, const AtenTensorHandle* weight, int64_t weight_len_, int64_t weight_stride0,
-    AtenTensorHandle* weight_buf, AtenTensorHandle hx, AtenTensorHandle* cx, int64_t mode, int64_t hidden_size,
-    int64_t proj_size, int64_t num_layers, int32_t batch_first, double dropout, int32_t train, int32_t bidirectional,
-    const int64_t* batch_sizes, int64_t batch_sizes_len_, AtenTensorHandle* dropout_state, AtenTensorHandle* ret0,
-    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3, AtenTensorHandle* ret4) {
+    AtenTensorHandle* weight_buf, AtenTensorHandle hx, AtenTensorHandle* cx, int64_t mode,
+    int64_t hidden_size, int64_t proj_size, int64_t num_layers, int32_t batch_first, double dropout,
+    int32_t train, int32_t bidirectional, const int64_t* batch_sizes, int64_t batch_sizes_len_,
+    AtenTensorHandle* dropout_state, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
+    AtenTensorHandle* ret3, AtenTensorHandle* ret4) {
   (void)dropout_state;  // only read by dropout, which inference never applies
   return aoti::guarded("aoti_torch_cuda__cudnn_rnn", [&]() -> Error {
     KILN_ASSIGN_OR_RETURN(TensorRef in, read_tensor(input, "input"));
@@ -394,14 +417,17 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__cudnn_rnn(
     // cuDNN applies dropout to the outputs of every layer but the last, and
     // only when training; with one layer it never applies.
     if (train != 0 && dropout > 0.0 && num_layers > 1)
-      return set_error(Error::NotSupported,
-                       "dropout " + std::to_string(dropout) + " between layers with train=True is not supported: "
-                       "Kiln runs inference only; export the model in eval mode (model.eval()), or with dropout=0");
+      return set_error(
+          Error::NotSupported,
+          "dropout " + std::to_string(dropout) +
+              " between layers with train=True is not supported: "
+              "Kiln runs inference only; export the model in eval mode (model.eval()), or with dropout=0");
     if (weight_len_ > 0 && weight == nullptr) return aoti::invalid("argument 'weight' is null");
     KILN_ASSIGN_OR_RETURN(std::span<const int64_t> sizes_list,
                           aoti::int_array_arg(batch_sizes, batch_sizes_len_, "batch_sizes"));
-    KILN_ASSIGN_OR_RETURN(RnnShape s, read_shape(in, mode, hidden_size, proj_size, num_layers, batch_first != 0,
-                                                 bidirectional != 0, sizes_list, weight_len_, weight_stride0));
+    KILN_ASSIGN_OR_RETURN(RnnShape s,
+                          read_shape(in, mode, hidden_size, proj_size, num_layers, batch_first != 0,
+                                     bidirectional != 0, sizes_list, weight_len_, weight_stride0));
 
     const int64_t states = s.layers * s.dirs;
     KILN_ASSIGN_OR_RETURN(TensorRef h0, read_tensor(hx, "hx"));
@@ -410,7 +436,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__cudnn_rnn(
     const bool has_cx = cx != nullptr && *cx != nullptr;
     TensorRef c0;
     if (has_cx) {
-      if (s.cell != RnnCell::Lstm) return aoti::invalid("cx is given for a " + cell_name(s.cell) + " (LSTM only)");
+      if (s.cell != RnnCell::Lstm)
+        return aoti::invalid("cx is given for a " + cell_name(s.cell) + " (LSTM only)");
       KILN_ASSIGN_OR_RETURN(c0, read_tensor(*cx, "cx"));
       KILN_RETURN_IF_ERROR(check_like(in, c0, "cx"));
       KILN_RETURN_IF_ERROR(expect_shape(c0, {states, s.batch, s.hidden}, "cx"));
@@ -419,16 +446,20 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__cudnn_rnn(
     const int device = in.device_index;
     const int64_t features = s.dirs * s.out_size;
     std::vector<int64_t> out_sizes;
-    if (s.packed) out_sizes = {s.rows, features};
-    else if (s.batch_first) out_sizes = {s.batch, s.seq, features};
-    else out_sizes = {s.seq, s.batch, features};
+    if (s.packed)
+      out_sizes = {s.rows, features};
+    else if (s.batch_first)
+      out_sizes = {s.batch, s.seq, features};
+    else
+      out_sizes = {s.seq, s.batch, features};
     KILN_ASSIGN_OR_RETURN(OwnedHandle output, new_contiguous(out_sizes, in.dtype, device));
-    KILN_ASSIGN_OR_RETURN(OwnedHandle hy, new_contiguous(std::vector<int64_t>{states, s.batch, s.out_size}, in.dtype,
-                                                         device));
+    KILN_ASSIGN_OR_RETURN(
+        OwnedHandle hy, new_contiguous(std::vector<int64_t>{states, s.batch, s.out_size}, in.dtype, device));
     // Without cx, ATen returns an empty cy of hx's options.
-    KILN_ASSIGN_OR_RETURN(OwnedHandle cy, new_contiguous(has_cx ? std::vector<int64_t>{states, s.batch, s.hidden}
-                                                                : std::vector<int64_t>{0},
-                                                         in.dtype, device));
+    KILN_ASSIGN_OR_RETURN(
+        OwnedHandle cy,
+        new_contiguous(has_cx ? std::vector<int64_t>{states, s.batch, s.hidden} : std::vector<int64_t>{0},
+                       in.dtype, device));
     KILN_ASSIGN_OR_RETURN(OwnedHandle reserve, new_contiguous(std::vector<int64_t>{0}, DType::UInt8, device));
     OwnedHandle buf;
     if (weight_buf != nullptr && *weight_buf != nullptr) {

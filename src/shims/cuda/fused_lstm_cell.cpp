@@ -29,12 +29,10 @@ Error check_same(const TensorRef& ref, const TensorRef& t, const char* name) {
 
 extern "C" {
 
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__thnn_fused_lstm_cell(AtenTensorHandle input_gates,
-                                                                      AtenTensorHandle hidden_gates,
-                                                                      AtenTensorHandle cx, AtenTensorHandle* input_bias,
-                                                                      AtenTensorHandle* hidden_bias,
-                                                                      AtenTensorHandle* ret0, AtenTensorHandle* ret1,
-                                                                      AtenTensorHandle* ret2) {
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__thnn_fused_lstm_cell(
+    AtenTensorHandle input_gates, AtenTensorHandle hidden_gates, AtenTensorHandle cx,
+    AtenTensorHandle* input_bias, AtenTensorHandle* hidden_bias, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2) {
   return aoti::guarded("aoti_torch_cuda__thnn_fused_lstm_cell", [&]() -> Error {
     KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
     KILN_RETURN_IF_ERROR(aoti::out_arg(ret1, "ret1"));

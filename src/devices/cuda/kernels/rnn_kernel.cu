@@ -63,8 +63,12 @@ __global__ void rnn_step_kernel(RnnStepParams p) {
     const float* x = p.input_gates + b * p.input_gates_stride + j;
     const float* r = p.hidden_gates + b * gates * H + j;
     // Gate k's pre-activation parts, summed in ATen's order (input, hidden, biases).
-    const auto bi = [&](int64_t k) { return bias_ih ? widen(bias_ih[(k * H + j) * p.bias_ih_stride]) : 0.0f; };
-    const auto bh = [&](int64_t k) { return bias_hh ? widen(bias_hh[(k * H + j) * p.bias_hh_stride]) : 0.0f; };
+    const auto bi = [&](int64_t k) {
+      return bias_ih ? widen(bias_ih[(k * H + j) * p.bias_ih_stride]) : 0.0f;
+    };
+    const auto bh = [&](int64_t k) {
+      return bias_hh ? widen(bias_hh[(k * H + j) * p.bias_hh_stride]) : 0.0f;
+    };
     const auto pre = [&](int64_t k) { return x[k * H] + r[k * H] + bi(k) + bh(k); };
     float hy = 0.0f;
     switch (p.cell) {
@@ -83,7 +87,9 @@ __global__ void rnn_step_kernel(RnnStepParams p) {
         hy = ng + zg * (widen(h[i]) - ng);
         break;
       }
-      case RnnCell::RnnTanh: hy = tanh_of(pre(0)); break;
+      case RnnCell::RnnTanh:
+        hy = tanh_of(pre(0));
+        break;
       case RnnCell::RnnRelu: {
         const float v = pre(0);
         hy = v < 0.0f ? 0.0f : v;  // NaN stays NaN, as in ATen's relu
@@ -114,7 +120,8 @@ __global__ void fused_lstm_cell_kernel(FusedLstmCellParams p) {
     const int64_t b = i / H, j = i % H;
     const auto pre = [&](int64_t k) {
       const int64_t col = k * H + j;
-      A v = widen(ig_in[b * p.ig_stride0 + col * p.ig_stride1]) + widen(hg_in[b * p.hg_stride0 + col * p.hg_stride1]);
+      A v = widen(ig_in[b * p.ig_stride0 + col * p.ig_stride1]) +
+            widen(hg_in[b * p.hg_stride0 + col * p.hg_stride1]);
       if (ib != nullptr) v = v + widen(ib[col * p.ib_stride]) + widen(hb[col * p.hb_stride]);
       return v;
     };
@@ -131,7 +138,8 @@ __global__ void fused_lstm_cell_kernel(FusedLstmCellParams p) {
 }
 
 template <typename T>
-__global__ void state_to_float_kernel(const T* src, int64_t s0, int64_t s1, float* dst, int64_t rows, int64_t cols) {
+__global__ void state_to_float_kernel(const T* src, int64_t s0, int64_t s1, float* dst, int64_t rows,
+                                      int64_t cols) {
   const int64_t n = rows * cols;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
@@ -156,10 +164,17 @@ Error launch_rnn_step(const RnnStepParams& p, cudaStream_t stream) {
   const int64_t n = p.batch * p.hidden;
   if (n == 0) return Error::Ok;
   switch (p.dtype) {
-    case DType::Float32: rnn_step_kernel<float><<<blocks_for(n), kThreads, 0, stream>>>(p); break;
-    case DType::Float16: rnn_step_kernel<__half><<<blocks_for(n), kThreads, 0, stream>>>(p); break;
-    case DType::BFloat16: rnn_step_kernel<__nv_bfloat16><<<blocks_for(n), kThreads, 0, stream>>>(p); break;
-    default: return unsupported("the RNN step kernel", p.dtype);
+    case DType::Float32:
+      rnn_step_kernel<float><<<blocks_for(n), kThreads, 0, stream>>>(p);
+      break;
+    case DType::Float16:
+      rnn_step_kernel<__half><<<blocks_for(n), kThreads, 0, stream>>>(p);
+      break;
+    case DType::BFloat16:
+      rnn_step_kernel<__nv_bfloat16><<<blocks_for(n), kThreads, 0, stream>>>(p);
+      break;
+    default:
+      return unsupported("the RNN step kernel", p.dtype);
   }
   return cuda_status(cudaGetLastError(), "launching the RNN step kernel");
 }
@@ -168,13 +183,22 @@ Error launch_fused_lstm_cell(const FusedLstmCellParams& p, cudaStream_t stream) 
   const int64_t n = p.batch * p.hidden;
   if (n == 0) return Error::Ok;
   switch (p.dtype) {
-    case DType::Float32: fused_lstm_cell_kernel<float><<<blocks_for(n), kThreads, 0, stream>>>(p); break;
-    case DType::Float64: fused_lstm_cell_kernel<double><<<blocks_for(n), kThreads, 0, stream>>>(p); break;
-    case DType::Float16: fused_lstm_cell_kernel<__half><<<blocks_for(n), kThreads, 0, stream>>>(p); break;
-    case DType::BFloat16: fused_lstm_cell_kernel<__nv_bfloat16><<<blocks_for(n), kThreads, 0, stream>>>(p); break;
+    case DType::Float32:
+      fused_lstm_cell_kernel<float><<<blocks_for(n), kThreads, 0, stream>>>(p);
+      break;
+    case DType::Float64:
+      fused_lstm_cell_kernel<double><<<blocks_for(n), kThreads, 0, stream>>>(p);
+      break;
+    case DType::Float16:
+      fused_lstm_cell_kernel<__half><<<blocks_for(n), kThreads, 0, stream>>>(p);
+      break;
+    case DType::BFloat16:
+      fused_lstm_cell_kernel<__nv_bfloat16><<<blocks_for(n), kThreads, 0, stream>>>(p);
+      break;
     default:
       return set_error(Error::NotSupported, std::string("_thnn_fused_lstm_cell does not support dtype ") +
-                                                dtype_name(p.dtype) + " (supported: float32, float64, float16, bfloat16)");
+                                                dtype_name(p.dtype) +
+                                                " (supported: float32, float64, float16, bfloat16)");
   }
   return cuda_status(cudaGetLastError(), "launching the fused LSTM cell kernel");
 }
@@ -185,15 +209,19 @@ Error launch_state_to_float(const void* src, DType dtype, int64_t s0, int64_t s1
   if (n == 0) return Error::Ok;
   switch (dtype) {
     case DType::Float32:
-      state_to_float_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(src), s0, s1, dst, rows, cols);
+      state_to_float_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const float*>(src), s0, s1,
+                                                                    dst, rows, cols);
       break;
     case DType::Float16:
-      state_to_float_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __half*>(src), s0, s1, dst, rows, cols);
+      state_to_float_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __half*>(src), s0, s1,
+                                                                    dst, rows, cols);
       break;
     case DType::BFloat16:
-      state_to_float_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(src), s0, s1, dst, rows, cols);
+      state_to_float_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<const __nv_bfloat16*>(src),
+                                                                    s0, s1, dst, rows, cols);
       break;
-    default: return unsupported("the RNN state conversion", dtype);
+    default:
+      return unsupported("the RNN state conversion", dtype);
   }
   return cuda_status(cudaGetLastError(), "launching the RNN state conversion kernel");
 }
@@ -208,9 +236,11 @@ Error launch_state_from_float(const float* src, void* dst, DType dtype, int64_t 
       state_from_float_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, static_cast<__half*>(dst), n);
       break;
     case DType::BFloat16:
-      state_from_float_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, static_cast<__nv_bfloat16*>(dst), n);
+      state_from_float_kernel<<<blocks_for(n), kThreads, 0, stream>>>(src, static_cast<__nv_bfloat16*>(dst),
+                                                                      n);
       break;
-    default: return unsupported("the RNN state conversion", dtype);
+    default:
+      return unsupported("the RNN state conversion", dtype);
   }
   return cuda_status(cudaGetLastError(), "launching the RNN state conversion kernel");
 }

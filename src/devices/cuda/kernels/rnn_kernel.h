@@ -40,8 +40,9 @@ struct RnnStepParams {
   const void* bias_hh = nullptr;
   int64_t bias_ih_stride = 1, bias_hh_stride = 1;
   float* cell_state = nullptr;  ///< LSTM: c [batch, hidden] contiguous, read and updated in place
-  void* h = nullptr;            ///< [batch, hidden] contiguous: the previous h (GRU reads it), overwritten by the new one
-  void* out = nullptr;          ///< null, or row b of the new h also at out + b * out_stride
+  void* h =
+      nullptr;  ///< [batch, hidden] contiguous: the previous h (GRU reads it), overwritten by the new one
+  void* out = nullptr;  ///< null, or row b of the new h also at out + b * out_stride
   int64_t out_stride = 0;
 };
 
