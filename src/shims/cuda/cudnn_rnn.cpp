@@ -317,7 +317,7 @@ Error run_rnn(const RnnShape& s, const TensorRef& input, const AtenTensorHandle*
       const int64_t k = layer * D + dir;  // index into hx, cx, hy, cy
 
       // The input's contribution to every gate at every step, in one product.
-      KILN_RETURN_IF_ERROR(matmul(view(xg, DType::Float32, device, {s.rows, gh}, {gh, 1}), layer_in,
+      KILN_RETURN_IF_ERROR(matmul_into(view(xg, DType::Float32, device, {s.rows, gh}, {gh, 1}), layer_in,
                                   transposed(w.w_ih), 1.0f, 0.0f));
 
       // h lives in hy's slice from the start (it ends there); c in float32.
@@ -345,7 +345,7 @@ Error run_rnn(const RnnShape& s, const TensorRef& input, const AtenTensorHandle*
         const int64_t n = s.active(t);
         const int64_t row = s.first_row(t), row_step = s.row_step();
         char* y_rows = y + bytes(row * features + dir * Po, elem);
-        KILN_RETURN_IF_ERROR(matmul(view(hg, DType::Float32, device, {n, gh}, {gh, 1}),
+        KILN_RETURN_IF_ERROR(matmul_into(view(hg, DType::Float32, device, {n, gh}, {gh, 1}),
                                     view(h, dtype, device, {n, Po}, {Po, 1}), transposed(w.w_hh), 1.0f,
                                     0.0f));
         RnnStepParams p;
@@ -372,7 +372,7 @@ Error run_rnn(const RnnShape& s, const TensorRef& input, const AtenTensorHandle*
         }
         KILN_RETURN_IF_ERROR(launch_rnn_step(p, stream));
         if (s.proj > 0) {
-          KILN_RETURN_IF_ERROR(matmul(view(h, dtype, device, {n, Po}, {Po, 1}),
+          KILN_RETURN_IF_ERROR(matmul_into(view(h, dtype, device, {n, Po}, {Po, 1}),
                                       view(h_unprojected.get(), dtype, device, {n, H}, {H, 1}),
                                       transposed(w.w_hr), 1.0f, 0.0f));
           const int64_t dst_strides[2] = {row_step * features, 1};
