@@ -10,12 +10,10 @@
 //                pure crop is a clone of the cropped view (empty_like's
 //                strides); otherwise the input's suggested memory format
 //                (channels-last kept for 4-d/5-d).
-//   reflect    - 1-d and 3-d: the structured kernels' shared meta function
-//                (contiguous for 1-d; the suggested memory format for 3-d);
-//                2-d: contiguous (reflection_pad2d_cuda resizes its result
-//                without a memory format, where the CPU one keeps channels-last).
-//   replicate  - the structured kernels' meta functions: contiguous for 1-d and
-//                for an unbatched 2-d input, else the suggested memory format.
+//   reflect,   - contiguous: the CUDA kernels allocate their results without
+//   replicate    a memory format (checked against ATen CUDA for 1-d, 2-d and
+//                3-d channels-last inputs), where the CPU kernels keep the
+//                input's suggested format.
 //   circular   - _pad_circular's new_empty: contiguous.
 #include <algorithm>
 #include <string>
@@ -41,10 +39,10 @@ Result<PadMode> mode_arg(const char* mode) {
   return aoti::invalid("Unrecognised padding mode " + std::string(m));
 }
 
-// The strides of the result (see the file comment). `np` is the number of
-// amounts, `crop_only` true when none is positive.
+// The strides of the result (see the file comment); `crop_only` is true when
+// no amount is positive.
 std::vector<int64_t> result_strides(PadMode mode, const TensorRef& self, const std::vector<int64_t>& out_sizes,
-                                    int64_t np, bool crop_only) {
+                                    bool crop_only) {
   const bool suggests_channels_last = aoti::strides_like_channels_last(self.sizes, self.strides);
   bool keep_format = false;
   switch (mode) {
@@ -54,11 +52,7 @@ std::vector<int64_t> result_strides(PadMode mode, const TensorRef& self, const s
       keep_format = true;
       break;
     case PadMode::Reflect:
-      keep_format = np == 6;
-      break;
     case PadMode::Replicate:
-      keep_format = np == 6 || (np == 4 && self.dim() == 4);
-      break;
     case PadMode::Circular:
       break;
   }
@@ -152,7 +146,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_pad(AtenTensorHandle self_h, con
     const double fill = md == PadMode::Constant && value != nullptr ? *value : 0.0;
     if (fill != 0.0 && !convertible)
       return aoti::invalid(std::string("a non-zero pad value cannot be written to dtype ") + dtype_name(self.dtype));
-    const std::vector<int64_t> strides = result_strides(md, self, out_sizes, np, crop_only);
+    const std::vector<int64_t> strides = result_strides(md, self, out_sizes, crop_only);
     KILN_ASSIGN_OR_RETURN(OwnedHandle out,
                           new_tensor(out_sizes, strides, self.dtype, static_cast<int32_t>(DeviceType::CUDA),
                                      self.device_index));
