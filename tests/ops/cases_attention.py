@@ -40,9 +40,13 @@ def _cuda_attention_inputs(g, dtype, lq=5, lk=7):
 def _sdpa_flash(g):
     for dt in (torch.float16, torch.bfloat16):
         for causal in (False, True):
-            q, k, v = _cuda_attention_inputs(g, dt)
+            # Causal on a square score matrix: ATen's flash kernel aligns a non-square one bottom-right.
+            q, k, v = _cuda_attention_inputs(g, dt, lq=7 if causal else 5)
             yield Case(dict(query=q, key=k, value=v, dropout_p=0.0, is_causal=causal, return_debug_mask=False,
                             scale=None), check=_output_only, layouts=False, id=f"{str(dt)[6:]}-causal{int(causal)}")
+        q, k, v = _cuda_attention_inputs(g, dt)
+        yield Case(dict(query=q, key=k, value=v, dropout_p=0.0, is_causal=True, return_debug_mask=False, scale=None),
+                   error="aligns that mask to the bottom right", id=f"{str(dt)[6:]}-causal-nonsquare")
 
 
 @cases("_scaled_dot_product_efficient_attention")

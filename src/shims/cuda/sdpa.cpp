@@ -230,6 +230,15 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attent
       return set_error(Error::NotSupported, "return_debug_mask is only meaningful with dropout, which Kiln does not run");
     Sdpa s;
     KILN_RETURN_IF_ERROR(read_sdpa(query, key, value, nullptr, dropout_p, scale, s));
+    // ATen's flash kernel aligns a causal mask of a non-square score matrix to
+    // the bottom right, Kiln's kernels to the top left (torch's is_causal).
+    // torch's SDPA never picks the flash kernel for that case, so a model
+    // cannot reach it; a direct call is refused rather than answered wrongly.
+    if (is_causal != 0 && s.L != s.S)
+      return set_error(Error::NotSupported,
+                       "is_causal with query length " + std::to_string(s.L) + " != key length " + std::to_string(s.S) +
+                           ": ATen's flash kernel aligns that mask to the bottom right, which Kiln does not implement "
+                           "(torch's scaled_dot_product_attention never selects the flash kernel for it)");
     const int dev = s.q.device_index;
     const std::vector<int64_t> out_shape = {s.B, s.Hq, s.L, s.Ev};
     KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_cuda(out_shape, like_query(s.q, out_shape), s.q.dtype, dev));
