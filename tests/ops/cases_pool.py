@@ -275,13 +275,21 @@ def _addmv(g):
                error="shape", id="mismatch")
 
 
+def _activation_tol(dt, gelu):
+    """cuBLASLt's GELU epilogue evaluates the tanh form about 3e-9 (relative) away from a float64
+    kernel's; ATen's CUDA kernel and Kiln's may take different routes for the same inputs (ATen
+    does not require the bias to be 16-byte aligned, Kiln does), so float64 GELU compares within
+    that."""
+    return dict(rtol=1e-8, atol=1e-8) if gelu and dt == torch.float64 else _mm_tol(dt)
+
+
 @cases("_addmm_activation")
 def _addmm_activation(g):
     for dt in MM:
         for gelu in (False, True):
             yield Case(dict(self=g.tensor((6,), dt), mat1=g.tensor((4, 5), dt), mat2=g.tensor((5, 6), dt), beta=0.5,
                             alpha=2.0, use_gelu=gelu), id=f"{str(dt)[6:]}-{'gelu' if gelu else 'relu'}",
-                       **_mm_tol(dt))
+                       **_activation_tol(dt, gelu))
     # beta 1 and a contiguous bias row, every size above 1: ATen's CUDA kernel adds the bias and applies the
     # activation in cuBLASLt's epilogue (Kiln's too); M = 1 takes addmm and then the activation.
     for dt in MM:
@@ -289,9 +297,10 @@ def _addmm_activation(g):
             act = "gelu" if gelu else "relu"
             yield Case(dict(self=g.tensor((24,), dt), mat1=g.tensor((8, 16), dt), mat2=g.tensor((16, 24), dt),
                             beta=1.0, alpha=1.5, use_gelu=gelu), id=f"{str(dt)[6:]}-{act}-bias-epilogue",
-                       **_mm_tol(dt))
+                       **_activation_tol(dt, gelu))
             yield Case(dict(self=g.tensor((24,), dt), mat1=g.tensor((1, 16), dt), mat2=g.tensor((16, 24), dt),
-                            beta=1.0, alpha=1.0, use_gelu=gelu), id=f"{str(dt)[6:]}-{act}-one-row", **_mm_tol(dt))
+                            beta=1.0, alpha=1.0, use_gelu=gelu), id=f"{str(dt)[6:]}-{act}-one-row",
+                       **_activation_tol(dt, gelu))
     # self broadcast over rows, over columns, from a scalar, and a full matrix.
     for shape in ((1, 6), (4, 1), (), (4, 6)):
         for gelu in (False, True):

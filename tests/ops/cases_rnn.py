@@ -130,6 +130,6 @@ def _fused_lstm_cell(g):
                             input_bias=g.tensor((4 * hidden,), dtype) if bias else None,
                             hidden_bias=g.tensor((4 * hidden,), dtype) if bias else None),
                        id=f"{str(dtype)[6:]}-{'bias' if bias else 'nobias'}")
-    yield Case(dict(input_gates=g.tensor((2, 12)), hidden_gates=g.tensor((2, 12)), cx=g.tensor((2, 4)),
+    yield Case(dict(input_gates=g.tensor((2, 12)), hidden_gates=g.tensor((2, 12)), cx=g.tensor((2, 3)),
                     input_bias=g.tensor((12,)), hidden_bias=None),
                error="input_bias and hidden_bias must be given together", id="one-bias")
