@@ -71,9 +71,11 @@ def applicable(case: Case, layout: str, op) -> bool:
 
 
 def _cpu(value):
+    """Host copies with the same sizes and strides, so the checks see on the host the layouts the
+    device produced (Tensor.cpu would make a non-dense view dense)."""
     if isinstance(value, dict):
         return {k: _cpu(v) for k, v in value.items()}
-    return _map(value, lambda t: t.cpu())
+    return _map(value, lambda t: _to_device(t, "cpu"))
 
 
 def _to_device(t: torch.Tensor, device: str) -> torch.Tensor:
@@ -81,7 +83,7 @@ def _to_device(t: torch.Tensor, device: str) -> torch.Tensor:
     non-dense view dense, and cases test odd layouts on purpose)."""
     if t.device.type == device:
         return t
-    storage = torch.empty(0, dtype=torch.uint8).set_(t.untyped_storage())
+    storage = torch.empty(0, dtype=torch.uint8, device=t.device).set_(t.untyped_storage())
     moved = storage.to(device).view(t.dtype) if t.element_size() else storage.to(device)
     return moved.as_strided(t.shape, t.stride(), t.storage_offset())
 
