@@ -163,6 +163,8 @@ def _dbrx_rope_theta(config) -> None:
 def _make(config_cls: str, model_cls: str, cfg: dict, dtype, device, attn="sdpa", reinit=False, config_hook=None):
     tf = _tf()
     kwargs = dict(cfg)
+    if attn == "sdpa" and not getattr(getattr(tf, model_cls), "_supports_sdpa", True):
+        attn = "eager"  # older transformers releases lack SDPA for some architectures (GPT-J, CodeGen)
     if attn is not None:
         kwargs.setdefault("attn_implementation", attn)
     config = getattr(tf, config_cls)(**kwargs)
