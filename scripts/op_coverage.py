@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Writes docs/ops.md: every fallback op of torch's generated C shim headers and whether Kiln
-implements it on the CPU and on CUDA (src/shims/<device>/shims.txt), leaves it out on purpose
-(src/shims/ops_left_out.txt, backward ops) or does not implement it yet.
+"""Writes docs/ops.md: every fallback op of torch's C shim headers (the generated ones and the
+hand-written c/shim_cpu.h) and whether Kiln implements it on the CPU and on CUDA
+(src/shims/<device>/shims.txt), leaves it out on purpose (src/shims/ops_left_out.txt, backward
+ops) or does not implement it yet (with the reason where src/shims/ops_not_yet.txt gives one).
 
   python3 scripts/op_coverage.py          # rewrite docs/ops.md
   python3 scripts/op_coverage.py --check  # exit 1 if docs/ops.md is stale
@@ -21,7 +22,8 @@ import torch  # noqa: E402
 sys.path.insert(0, str(ROOT / "scripts"))
 from gen_host_staged import CUDA_SEMANTICS_DIFFER as CUDA_NOT_STAGED  # noqa: E402
 
-from op_inventory import DEVICES, header_functions, host_staged, is_backward, kiln_functions, left_out, suffix  # noqa: E402
+from op_inventory import (  # noqa: E402
+    DEVICES, header_functions, host_staged, is_backward, kiln_functions, left_out, not_yet, suffix)
 
 
 def render() -> str:
@@ -29,9 +31,14 @@ def render() -> str:
     kiln = {d: {suffix(f, d) for f in kiln_functions(d) if f.startswith(f"aoti_torch_{d}_")} for d in DEVICES}
     staged = {suffix(f, "cuda") for f in host_staged()}
     reasons = left_out()
-    unknown = sorted(set(reasons) - declared["cpu"] - declared["cuda"])
-    if unknown:
-        raise SystemExit(f"src/shims/ops_left_out.txt names ops no header declares: {unknown}")
+    pending = not_yet()
+    for path, listed in (("ops_left_out.txt", reasons), ("ops_not_yet.txt", pending)):
+        unknown = sorted(set(listed) - declared["cpu"] - declared["cuda"])
+        if unknown:
+            raise SystemExit(f"src/shims/{path} names ops no header declares: {unknown}")
+    both = sorted(set(reasons) & set(pending))
+    if both:
+        raise SystemExit(f"ops both left out and not yet: {both}")
     names = sorted(declared["cpu"] | declared["cuda"])
     counts = {d: {"implemented": 0, "staged": 0, "forward": 0} for d in DEVICES}
     rows = []
@@ -54,7 +61,7 @@ def render() -> str:
                 counts[d]["forward"] += 1
                 counts[d]["implemented"] += name in kiln[d] and not host
                 counts[d]["staged"] += name in kiln[d] and host
-        note = reasons.get(name, "")
+        note = reasons.get(name, "") or pending.get(name, "")
         if not note and name in CUDA_NOT_STAGED and name in declared["cuda"] and name not in kiln["cuda"]:
             note = f"CUDA: not host-staged, {CUDA_NOT_STAGED[name]}"
         rows.append(f"| `{name}` | {cells[0]} | {cells[1]} | {note} |")
@@ -72,7 +79,9 @@ def render() -> str:
         "",
         f"AOTInductor calls an `aoti_torch_<device>_<op>` function for each ATen op it does not generate code for.",
         f"torch {torch.__version__.split('+')[0]}'s generated headers (`torch/include/torch/csrc/inductor/aoti_torch/"
-        "generated/c_shim_{cpu,cuda}.h`) declare the ops below; Kiln implements them with the same signatures.",
+        "generated/c_shim_{cpu,cuda}.h`) and its hand-written CPU header (`.../aoti_torch/c/shim_cpu.h`: oneDNN,",
+        "MKL, int4 and collective ops without a generated shim) declare the ops below; Kiln implements them with the",
+        "same signatures.",
         "An exported program whose library calls an op Kiln lacks is refused at export, naming the op.",
         "",
         f"Forward ops implemented: {summary} (backward ops and the ops left out below are not counted).",

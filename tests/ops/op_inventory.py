@@ -1,8 +1,11 @@
-"""Which of torch's generated fallback functions Kiln implements on each device.
+"""Which of torch's fallback functions Kiln implements on each device.
 
-The universe is torch's own generated headers (c_shim_cpu.h, c_shim_cuda.h);
+The universe is torch's own generated headers (c_shim_cpu.h, c_shim_cuda.h) and
+its hand-written c/shim_cpu.h (oneDNN, MKL, int4 and collective ops);
 Kiln's lists are src/shims/<device>/shims.txt; the ops left out on purpose,
-with the reason, are in src/shims/ops_left_out.txt.
+with the reason, are in src/shims/ops_left_out.txt, and the ops not implemented
+yet that no exported program calls today, with the reason, in
+src/shims/ops_not_yet.txt.
 """
 
 from __future__ import annotations
@@ -58,16 +61,26 @@ def implemented(device: str) -> list[str]:
     return sorted(set(header_functions(device)) & kiln_functions(device))
 
 
-def left_out() -> dict[str, str]:
-    """Shim suffix -> why Kiln does not implement it (every device)."""
+def _reasons(path: Path) -> dict[str, str]:
+    """`<shim suffix>: <reason>` lines of `path` ('#' starts a comment line)."""
     out = {}
-    for line in (ROOT / "src/shims/ops_left_out.txt").read_text().splitlines():
+    for line in path.read_text().splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         name, _, reason = line.partition(":")
         out[name.strip()] = reason.strip()
     return out
+
+
+def left_out() -> dict[str, str]:
+    """Shim suffix -> why Kiln does not implement it (every device)."""
+    return _reasons(ROOT / "src/shims/ops_left_out.txt")
+
+
+def not_yet() -> dict[str, str]:
+    """Shim suffix -> why no program Kiln exports calls it yet (it is not implemented)."""
+    return _reasons(ROOT / "src/shims/ops_not_yet.txt")
 
 
 def is_backward(name: str) -> bool:

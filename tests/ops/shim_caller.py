@@ -1,8 +1,9 @@
 """Calls Kiln's ``aoti_torch_<device>_<op>`` fallback functions directly, with torch tensors.
 
 The C signature of each function is read from torch's own generated header
-(``torch/include/torch/csrc/inductor/aoti_torch/generated/c_shim_<device>.h``), the
-contract a model library compiled by AOTInductor is built against, and arguments
+(``torch/include/torch/csrc/inductor/aoti_torch/generated/c_shim_<device>.h``) and, for the
+CPU, its hand-written ``c/shim_cpu.h`` (oneDNN ops such as mkldnn_rnn_layer): the contract
+a model library compiled by AOTInductor is built against. Arguments
 are marshalled by their C types the way torchgen's C shim generator maps an ATen
 schema: ``Tensor`` -> handle, ``Tensor?`` -> pointer to a handle, lists -> pointer
 and ``<name>_len_``, optional scalars -> pointers, returns -> ``retN`` slots. The
@@ -37,6 +38,19 @@ def header_path(device: str) -> Path:
     return Path(torch.__file__).parent / "include/torch/csrc/inductor/aoti_torch/generated" / f"c_shim_{device}.h"
 
 
+def handwritten_header_path(device: str) -> Path:
+    """torch's hand-written shim header of `device` (c/shim_cpu.h: ops with no generated shim,
+    e.g. oneDNN's, whose ATen kernels exist only in builds with MKLDNN); it may not exist."""
+    return Path(torch.__file__).parent / "include/torch/csrc/inductor/aoti_torch/c" / f"shim_{device}.h"
+
+
+def header_paths(device: str) -> list[Path]:
+    """The headers declaring `device`'s fallback ops: the generated one, and the hand-written one
+    where torch has it."""
+    extra = handwritten_header_path(device)
+    return [header_path(device)] + ([extra] if extra.is_file() else [])
+
+
 @dataclass(frozen=True)
 class Param:
     ctype: str
@@ -45,8 +59,8 @@ class Param:
 
 @functools.cache
 def declarations(device: str) -> dict[str, list[Param]]:
-    """Function name -> its C parameters, from torch's generated header for `device`."""
-    text = header_path(device).read_text()
+    """Function name -> its C parameters, from torch's headers for `device` (header_paths)."""
+    text = "\n".join(p.read_text() for p in header_paths(device))
     out: dict[str, list[Param]] = {}
     for m in re.finditer(r"AOTITorchError\s+(aoti_torch_\w+)\(([^)]*)\);", text):
         params = []
@@ -56,6 +70,8 @@ def declarations(device: str) -> dict[str, list[Param]]:
                 continue
             ctype, name = raw.rsplit(" ", 1)
             params.append(Param(ctype.replace(" *", "*"), name))
+        if m.group(1) in out and out[m.group(1)] != params:
+            raise ValueError(f"{m.group(1)} is declared twice with different parameters")
         out[m.group(1)] = params
     return out
 
