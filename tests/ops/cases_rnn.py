@@ -1,4 +1,5 @@
-"""Recurrent networks: ATen's cuDNN RNN forward and its fused LSTM cell (CUDA-only ops)."""
+"""Recurrent networks: ATen's cuDNN RNN forward and its fused LSTM cell (CUDA-only ops), and
+the oneDNN LSTM layer Inductor's decomposition of aten.lstm calls on the CPU (mkldnn_rnn_layer)."""
 
 import math
 
@@ -133,3 +134,86 @@ def _fused_lstm_cell(g):
     yield Case(dict(input_gates=g.tensor((2, 12)), hidden_gates=g.tensor((2, 12)), cx=g.tensor((2, 3)),
                     input_bias=g.tensor((12,)), hidden_bias=None),
                error="input_bias and hidden_bias must be given together", id="one-bias")
+
+
+# mkldnn_rnn_layer against ATen's oneDNN kernel: float32 within the default tolerance (the
+# products' summation order differs); bfloat16 to one rounding step of the dtype, since Kiln
+# rounds h and c at the same points as oneDNN and differs only where a float32 pre-activation
+# that differs in its last bits lands on the other side of a bfloat16 rounding.
+MKLDNN_TOLERANCE = {torch.float32: (1e-5, 1e-5), torch.bfloat16: (1e-2, 1e-2)}
+
+
+def _aten_mkldnn_rnn_layer(**kwargs):
+    """ATen's kernel hands data pointers to oneDNN as dense tensors, so it needs contiguous
+    inputs (the decomposition makes them so; Kiln takes any layout). Without autograd, as a
+    model runs: with it, ATen fills a training workspace the meta function does not describe."""
+    kwargs = {k: v.contiguous() if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+    with torch.no_grad():
+        return torch.ops.aten.mkldnn_rnn_layer.default(**kwargs)
+
+
+def _mkldnn_rnn_results(kwargs, ref_kwargs, got, expected):
+    """output, hy and cy against ATen's with their strides; the workspace as the meta function
+    gives it (empty uint8: inference fills none, and ATen then returns an undefined tensor)."""
+    from compare import assert_same
+
+    rtol, atol = MKLDNN_TOLERANCE[expected[0].dtype]
+    for i, name in enumerate(("output", "hy", "cy")):
+        assert_same(got[i], expected[i], name, rtol, atol)
+    assert got[3].dtype == torch.uint8 and tuple(got[3].shape) == (0,), f"workspace: {got[3].dtype} {tuple(got[3].shape)}"
+
+
+def _mkldnn_lstm_case(g, *, dtype=torch.float32, seq=5, batch=3, input_size=6, hidden=8, reverse=False, bias=True,
+                      batch_first=False, mode=LSTM, train=False, batch_sizes=(), id="", error=None, reference=None):
+    bound = 1 / math.sqrt(hidden)
+    gates = GATES[mode] * hidden
+    w_ih = _uniform(g, (gates, input_size), dtype, bound)
+    w_hh = _uniform(g, (gates, hidden), dtype, bound)
+    if bias:
+        b_ih, b_hh = _uniform(g, (gates,), dtype, bound), _uniform(g, (gates,), dtype, bound)
+    else:
+        # What the decomposition passes without biases: zeros shaped like the weights, never read.
+        b_ih, b_hh = torch.zeros_like(w_ih), torch.zeros_like(w_hh)
+    kwargs = dict(input=g.tensor((seq, batch, input_size), dtype), weight0=w_ih, weight1=w_hh, weight2=b_ih,
+                  weight3=b_hh, hx_=_uniform(g, (1, batch, hidden), dtype, 1.0),
+                  cx_=_uniform(g, (1, batch, hidden), dtype, 1.0), reverse=reverse, batch_sizes=list(batch_sizes),
+                  mode=mode, hidden_size=hidden, num_layers=1, has_biases=bias, bidirectional=False,
+                  batch_first=batch_first, train=train)
+    if error is not None:
+        return Case(kwargs, error=error, id=id)
+    return Case(kwargs, reference=reference or _aten_mkldnn_rnn_layer, check=_mkldnn_rnn_results, id=id)
+
+
+def _empty_sequence_reference(**kwargs):
+    """No steps: the final states are the initial ones. (ATen's kernel leaves hy and cy
+    uninitialised here, so it is no reference.)"""
+    x, hx, cx = kwargs["input"], kwargs["hx_"], kwargs["cx_"]
+    out = x.new_empty((x.shape[0], x.shape[1], kwargs["hidden_size"]))
+    return out, hx.contiguous(), cx.contiguous(), None
+
+
+@cases("mkldnn_rnn_layer")
+def _mkldnn_rnn_layer(g):
+    for dtype in (torch.float32, torch.bfloat16):
+        name = str(dtype)[6:]
+        yield _mkldnn_lstm_case(g, dtype=dtype, id=f"{name}-forward")
+        yield _mkldnn_lstm_case(g, dtype=dtype, reverse=True, id=f"{name}-reverse")
+        yield _mkldnn_lstm_case(g, dtype=dtype, bias=False, id=f"{name}-nobias")
+        yield _mkldnn_lstm_case(g, dtype=dtype, bias=False, reverse=True, id=f"{name}-nobias-reverse")
+        # Longer and wider: rounding to bfloat16 at every step must track oneDNN's over many steps.
+        yield _mkldnn_lstm_case(g, dtype=dtype, seq=24, batch=4, input_size=20, hidden=32, id=f"{name}-long")
+        yield _mkldnn_lstm_case(g, dtype=dtype, seq=24, batch=4, input_size=20, hidden=32, reverse=True,
+                                id=f"{name}-long-reverse")
+    # batch_first does not change ATen's kernel, which reads the input as sequence-major (the
+    # decomposition transposes it first and passes False); the result's shape is the same either way.
+    yield _mkldnn_lstm_case(g, batch_first=True, id="batch-first")
+    yield _mkldnn_lstm_case(g, dtype=torch.bfloat16, batch_first=True, reverse=True, id="bfloat16-batch-first")
+    yield _mkldnn_lstm_case(g, seq=1, batch=1, input_size=3, hidden=4, id="one-step")
+    yield _mkldnn_lstm_case(g, seq=0, reference=_empty_sequence_reference, id="empty-sequence")
+    # Refusals.
+    yield _mkldnn_lstm_case(g, mode=GRU, error="mode 3 (GRU) is not supported", id="gru")
+    yield _mkldnn_lstm_case(g, mode=RNN_TANH, error="mode 1 (RNN_TANH) is not supported", id="rnn-tanh")
+    yield _mkldnn_lstm_case(g, train=True, error="train=True is not supported", id="train")
+    yield _mkldnn_lstm_case(g, batch_sizes=(3, 3, 3, 3, 3), error="non-empty batch_sizes", id="packed")
+    yield _mkldnn_lstm_case(g, dtype=torch.float64, error="float64 is not supported", id="float64")
+    yield _mkldnn_lstm_case(g, dtype=torch.float16, error="float16 is not supported", id="float16")

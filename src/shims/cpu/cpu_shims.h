@@ -400,4 +400,14 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__efficientzerotensor(const int64_
                                                                     int32_t* pin_memory,
                                                                     AtenTensorHandle* ret0);
 
+/// One layer and direction of an LSTM (aten::mkldnn_rnn_layer, declared in torch's hand-written
+/// c/shim_cpu.h): input [T, B, I], W_ih, W_hh, biases (read when has_biases), hx_/cx_ [1, B, H];
+/// ret0 output [T, B, H], ret1 hy, ret2 cy, ret3 an empty uint8 workspace. New references.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_mkldnn_rnn_layer(
+    AtenTensorHandle input, AtenTensorHandle weight0, AtenTensorHandle weight1, AtenTensorHandle weight2,
+    AtenTensorHandle weight3, AtenTensorHandle hx_, AtenTensorHandle cx_, int32_t reverse,
+    const int64_t* batch_sizes, int64_t batch_sizes_len_, int64_t mode, int64_t hidden_size, int64_t num_layers,
+    int32_t has_biases, int32_t bidirectional, int32_t batch_first, int32_t train, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3);
+
 }  // extern "C"
