@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+source scripts/python_env.sh  # python3 is the environment setup.sh made
 build_dir="${KILN_BUILD_DIR:-build}"
 out="${KILN_DEMO_DIR:-demo-out}"
 mkdir -p "$out"

@@ -2,6 +2,8 @@
 # runtime, cuBLASLt, cuDNN and cuFFT (the toolkit's and torch's nvidia wheels') for the
 # runtime in that build, and points Kiln's Python wrapper at that build.
 build_dir=$1
+# shellcheck source=SCRIPTDIR/python_env.sh
+source "$(dirname "${BASH_SOURCE[0]}")/python_env.sh"  # the environment setup.sh made, where there is one
 libdirs="$build_dir"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib; do [[ -d $d ]] && libdirs+=":$d"; done
 nv=$(python3 -c 'import nvidia, os; print(list(nvidia.__path__)[0])' 2>/dev/null || true)

@@ -12,6 +12,7 @@
 #   KILN_ASAN_BUILD_DIR   build directory (default: build-asan)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/python_env.sh  # the exporter and pytest run in the environment setup.sh made
 build_dir="${KILN_ASAN_BUILD_DIR:-build-asan}"
 
 launcher=()

@@ -6,6 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+source scripts/python_env.sh  # python3 is the environment setup.sh made
 build_dir="${KILN_BUILD_DIR:-build}"
 
 # Every step runs with TMPDIR pointing at a fresh empty directory that must be
@@ -26,11 +27,13 @@ mkdir "$TMPDIR"
 inductor_link="$TMPDIR/torchinductor_$torch_user"
 ln -s "$inductor_cache" "$inductor_link"
 
-# What the source tree holds besides tracked files, build directories and
-# Python's caches; compared before and after the steps (in a git checkout).
+# What the source tree holds besides tracked files, build directories, the
+# Python environment and Python's caches; compared before and after the steps
+# (in a git checkout).
 untracked() {
   if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-    git ls-files --others --exclude='/build*/' --exclude='__pycache__/' --exclude='/.pytest_cache/' | sort
+    git ls-files --others --exclude='/build*/' --exclude='/.venv/' --exclude='__pycache__/' \
+      --exclude='/.pytest_cache/' | sort
   fi
 }
 untracked_before="$scratch/untracked-before"

@@ -8,6 +8,7 @@
 # Logs go to $OUT when set.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+source scripts/python_env.sh  # python3 below: the environment setup.sh made, where there is one
 build=$(cd "${KILN_BUILD_DIR:-build}" && pwd)
 program=$1
 cycles=${2:-50}

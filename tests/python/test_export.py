@@ -242,6 +242,10 @@ def test_progress_lines(exported):
         for stage in (r"aot compile \(cpu\)", "kernel check", "pack"):
             pattern = rf"\[kiln export\] {method}: {stage} \.\.\. \d+\.\d s"
             assert any(re.fullmatch(pattern, l) for l in ours), (pattern, ours)
+            # The stage's start line comes before its end line.
+            start_pattern = rf"\[kiln export\] {method}: {stage} \.\.\."
+            start = next(i for i, l in enumerate(ours) if re.fullmatch(start_pattern, l))
+            assert start < next(i for i, l in enumerate(ours) if re.fullmatch(pattern, l)), ours
     assert any(re.fullmatch(r"\[kiln export\] save mlp\.kiln \.\.\. \d+\.\d s", l) for l in ours)
 
 

@@ -404,7 +404,7 @@ def test_compile_command_and_baked_threads_from_generated_source():
 # ---- progress ------------------------------------------------------------------------------
 
 
-def test_progress_prints_one_line_per_stage(capsys):
+def test_progress_prints_a_line_when_each_stage_starts_and_ends(capsys):
     p = Progress(verbose=True)
     with p.stage("forward: aot compile (cpu)"):
         pass
@@ -412,9 +412,23 @@ def test_progress_prints_one_line_per_stage(capsys):
         with p.stage("forward: kernel check"):
             raise ValueError("boom")
     err = capsys.readouterr().err.splitlines()
-    assert re.fullmatch(r"\[kiln export\] forward: aot compile \(cpu\) \.\.\. \d+\.\d s", err[0])
-    assert re.fullmatch(r"\[kiln export\] forward: kernel check \.\.\. failed after \d+\.\d s", err[1])
-    assert len(err) == 2
+    assert err[0] == "[kiln export] forward: aot compile (cpu) ..."
+    assert re.fullmatch(r"\[kiln export\] forward: aot compile \(cpu\) \.\.\. \d+\.\d s", err[1])
+    assert err[2] == "[kiln export] forward: kernel check ..."
+    assert re.fullmatch(r"\[kiln export\] forward: kernel check \.\.\. failed after \d+\.\d s", err[3])
+    assert len(err) == 4
+    assert p.lines == err
+
+
+def test_progress_start_line_is_out_before_the_stage_runs(capsys):
+    # A stage that runs for minutes (a CUDA autotune) must already be named on stderr.
+    p = Progress(verbose=True)
+    seen_during = []
+    with p.stage("forward: aot compile (cuda)"):
+        seen_during.append(capsys.readouterr().err)
+    assert seen_during == ["[kiln export] forward: aot compile (cuda) ...\n"]
+    assert re.fullmatch(r"\[kiln export\] forward: aot compile \(cuda\) \.\.\. \d+\.\d s\n",
+                        capsys.readouterr().err)
 
 
 def test_progress_silent_when_not_verbose(capsys):
@@ -422,7 +436,8 @@ def test_progress_silent_when_not_verbose(capsys):
     with p.stage("x"):
         pass
     assert capsys.readouterr().err == ""
-    assert len(p.lines) == 1  # still recorded for callers
+    assert p.lines[0] == "[kiln export] x ..."  # still recorded for callers
+    assert len(p.lines) == 2
 
 
 # ---- package -------------------------------------------------------------------------------

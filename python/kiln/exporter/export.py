@@ -90,8 +90,8 @@ def export(
     ExportedProgram.  ``backend``: "cpu", "cuda", "metal" or an AotiBackend instance.
     ``compile_specs`` apply to every method and are recorded in each method.
     ``metadata`` is added to the program's metadata (strings).  ``external_weights``
-    stores weights in a separate data file at save time.  ``verbose`` prints one line
-    per stage on stderr.
+    stores weights in a separate data file at save time.  ``verbose`` prints a line on
+    stderr when each stage starts and when it ends, with its time.
 
     Raises, before anything is packed: UnsupportedKernelsError when a compiled method
     needs aoti_torch_* functions Kiln's runtime lacks; UnsupportedOutputError for a model

@@ -1,7 +1,8 @@
-"""One line per export stage on stderr, with its wall time.
+"""A line on stderr when each export stage starts and one when it ends, with its wall time.
 
-AOTInductor compiles take tens of seconds; a user exporting several methods should see
-which stage of which method is running and what it cost, without a logging setup.
+AOTInductor compiles take tens of seconds, and a CUDA autotune can run for minutes without
+printing anything; a user exporting several methods should see which stage of which method
+is running while it runs, and what it cost, without a logging setup.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ __all__ = ["Progress"]
 
 
 class Progress:
-    """Prints ``[kiln export] <label> ... <seconds> s`` when a stage ends.
+    """Prints ``[kiln export] <label> ...`` when a stage starts and
+    ``[kiln export] <label> ... <seconds> s`` when it ends.
 
     ``verbose=False`` silences it.  ``stream`` defaults to ``sys.stderr`` looked up at
     print time (so pytest's capture and redirections see it).  Not thread-safe; one
@@ -40,7 +42,10 @@ class Progress:
 
     @contextmanager
     def stage(self, label: str) -> Iterator[None]:
-        """Times the ``with`` body; prints one line when it ends, also when it fails."""
+        """Times the ``with`` body; prints one line before it runs and one when it ends,
+        also when it fails."""
+        # Printed before the body, so a long silent stage shows what it is while it runs.
+        self._emit(f"{self.PREFIX} {label} ...")
         start = time.perf_counter()
         try:
             yield
