@@ -1,6 +1,7 @@
 """Packaging hook: the exporter's lists of the runtime's shims live beside the C++ code
 (src/shims/<device>/shims.txt); a built package carries copies as kiln/shims/<device>.txt,
-where kiln.exporter.aoti_backend looks first."""
+where kiln.exporter.aoti_backend looks first. Likewise the top-level VERSION file (the
+project's one version) becomes kiln/VERSION, which kiln/__init__.py reads."""
 
 from pathlib import Path
 
@@ -18,6 +19,7 @@ class BuildPyWithShimLists(build_py):
         for device in ("common", "cpu", "cuda"):
             source = ROOT / "src" / "shims" / device / "shims.txt"
             (target / f"{device}.txt").write_bytes(source.read_bytes())
+        (Path(self.build_lib) / "kiln" / "VERSION").write_bytes((ROOT / "VERSION").read_bytes())
 
 
 setup(cmdclass={"build_py": BuildPyWithShimLists})

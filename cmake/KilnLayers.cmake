@@ -23,7 +23,10 @@ function(kiln_layer_includes target root_name)
   foreach(header IN LISTS L_HEADERS)
     file(CREATE_LINK ${PROJECT_SOURCE_DIR}/include/kiln/${header} ${root}/include/kiln/${header} SYMBOLIC)
   endforeach()
-  target_include_directories(${target} PRIVATE ${root}/src ${root}/include ${PROJECT_BINARY_DIR}/generated)
+  # generated/public holds kiln/version.h, a leaf header of macros that every
+  # layer may include.
+  target_include_directories(${target} PRIVATE ${root}/src ${root}/include ${PROJECT_BINARY_DIR}/generated
+                                               ${KILN_GENERATED_PUBLIC_INCLUDE})
 endfunction()
 
 # kiln_restrict_includes(<target> <root name> DIRS <dirs> [HEADERS <headers>] [DEPENDS <layers>])

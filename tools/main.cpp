@@ -8,6 +8,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "kiln/program_file.h"
+#include "kiln/version.h"
 
 namespace {
 
@@ -70,7 +71,7 @@ int main(int argc, char** argv) {
   }
   const std::string& first = args[0];
   if (first == "--version" || first == "version") {
-    std::printf("kiln %s (program format %u)\n", KILN_VERSION, kiln::kProgramVersion);
+    std::printf("kiln %s (program format %u)\n", KILN_VERSION_STRING, kiln::kProgramVersion);
     return kExitOk;
   }
   if (first == "help" || first == "--help" || first == "-h") {

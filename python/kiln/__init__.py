@@ -6,7 +6,24 @@ exporter (which needs torch) loads on first use of ``kiln.export``.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+import os
+
+
+def _read_version() -> str:
+    # The release version is written once, in the repository's top-level VERSION file (CMake
+    # reads it too); a built package carries a copy as kiln/VERSION (setup.py).
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = (os.path.join(here, "VERSION"), os.path.join(here, os.pardir, os.pardir, "VERSION"))
+    for path in candidates:
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read().strip()
+        except FileNotFoundError:
+            continue
+    raise ImportError(f"kiln: no VERSION file (looked for {' and '.join(os.path.normpath(p) for p in candidates)})")
+
+
+__version__ = _read_version()
 
 __all__ = ["__version__", "export"]
 

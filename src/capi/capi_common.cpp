@@ -6,6 +6,7 @@
 #include "capi/capi_internal.h"
 #include "kiln/device.h"
 #include "kiln/dtype.h"
+#include "kiln/version.h"
 
 namespace {
 
@@ -88,7 +89,7 @@ extern "C" {
 
 uint32_t kiln_abi_version(void) noexcept { return KILN_ABI_VERSION; }
 
-const char* kiln_version_string(void) noexcept { return KILN_VERSION; }
+const char* kiln_version_string(void) noexcept { return KILN_VERSION_STRING; }
 
 const char* kiln_status_name(kiln_status_t status) noexcept {
   if (status < KILN_OK || status > KILN_ERROR_INTEGRITY_ERROR) return "Unknown";
