@@ -117,9 +117,24 @@ Result<void*> load_through_temp_file(std::span<const uint8_t> image, std::string
 }
 
 // Vectorised CPU kernels call SLEEF's math functions (Sleef_expf16_u10, ...),
-// which libtorch contains. Kiln takes them from the system's SLEEF
-// library, made global the first time a model needs it.
+// which libtorch contains. Kiln takes them from a SLEEF library made global
+// the first time a model needs it: the sleef_library setting, else a copy
+// beside libkiln.so (the Python wheel bundles one, so programs run where the
+// system has no libsleef3), else the system's libsleef.so.3.
 constexpr const char* kSleefPrefix = "Sleef_";
+constexpr const char* kSleefSoname = "libsleef.so.3";
+
+// The libsleef.so.3 in libkiln.so's own directory, or "" when there is none
+// (or this code is linked into an executable: libkiln_static).
+std::string bundled_sleef() {
+  Dl_info info{};
+  if (!::dladdr(reinterpret_cast<void*>(&bundled_sleef), &info) || !info.dli_fname) return "";
+  const std::string self = info.dli_fname;
+  const size_t slash = self.rfind('/');
+  if (slash == std::string::npos || self.compare(slash + 1, 10, "libkiln.so") != 0) return "";
+  std::string candidate = self.substr(0, slash + 1) + kSleefSoname;
+  return ::access(candidate.c_str(), R_OK) == 0 ? candidate : "";
+}
 
 Error provide_sleef(const DynamicSymbols& symbols, std::string_view label) {
   std::string unresolved;
@@ -131,7 +146,9 @@ Error provide_sleef(const DynamicSymbols& symbols, std::string_view label) {
   static std::mutex mutex;
   std::lock_guard<std::mutex> lock(mutex);
   std::string library = process_settings().get_string(SettingId::SleefLibrary);
-  if (library.empty()) library = "libsleef.so.3";
+  if (library.empty()) library = bundled_sleef();
+  if (library.empty()) library = kSleefSoname;
+  KILN_LOG(Debug, "opening SLEEF: " + library);
   // RTLD_GLOBAL: the model library resolves these through the global scope.
   if (!::dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
     const char* why = dlerror();

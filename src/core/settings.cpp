@@ -49,7 +49,8 @@ constexpr SettingInfo kSettingTable[] = {
     {SettingId::BlasLibrary, "blas_library", String, Process, "", "",
      "BLAS to open instead of libopenblas.so.0 / libblas.so.3; read at the first CPU matrix product."},
     {SettingId::SleefLibrary, "sleef_library", String, Process, "", "",
-     "SLEEF to open instead of libsleef.so.3 for vectorised CPU kernels; read when a model first needs it."},
+     "SLEEF to open for vectorised CPU kernels instead of the libsleef.so.3 beside libkiln.so (Python wheel) "
+     "or on the library path; read when a model first needs it."},
     {SettingId::DisableMemfd, "disable_memfd", Bool, Process, "false", "",
      "Load model libraries through a private temporary file instead of a sealed memfd."},
 };
