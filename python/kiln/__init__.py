@@ -11,7 +11,7 @@ import os
 
 def _read_version() -> str:
     # The release version is written once, in the repository's top-level VERSION file (CMake
-    # reads it too); a built package carries a copy as kiln/VERSION (setup.py).
+    # reads it too); a built package carries a copy as kiln/VERSION (cmake/KilnWheel.cmake).
     here = os.path.dirname(os.path.abspath(__file__))
     candidates = (os.path.join(here, "VERSION"), os.path.join(here, os.pardir, os.pardir, "VERSION"))
     for path in candidates:

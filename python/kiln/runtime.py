@@ -27,9 +27,18 @@ the writes would go to the copy.
 Outputs are numpy arrays (``output="numpy"``, default) or torch tensors (``output="torch"``),
 sharing Kiln's memory without copies.
 
-The shared library is found through, in order: the ``KILN_LIBRARY`` environment variable (path to
-``libkiln.so``), ``build/libkiln.so`` in the source tree, then ``ctypes.util.find_library("kiln")``.
-It is loaded with RTLD_GLOBAL because model libraries resolve ``aoti_torch_*`` through it.
+The shared library is found through, in order (``library_path``):
+
+1. the ``KILN_LIBRARY`` environment variable (path to ``libkiln.so``): an explicit choice wins;
+2. ``kiln/lib/libkiln.so.0`` inside this package, where the wheel (``pip install .``) puts the
+   runtime it was built with, so an installed package needs no environment variable;
+3. ``build/libkiln.so`` of the source tree this file lies in (a checkout used through
+   ``PYTHONPATH=python`` or an editable install), the runtime a developer just built;
+4. ``ctypes.util.find_library("kiln")``: a runtime installed on the system (``cmake --install``).
+
+The package's own copy comes before the source tree's so that an installed wheel never picks up a
+stray build; a checkout holds no ``kiln/lib``, so there the source tree's build is used.
+The library is loaded with RTLD_GLOBAL because model libraries resolve ``aoti_torch_*`` through it.
 
 Thread safety: calls on one Module follow the C API's rules (load/unload must not race with
 anything else on that module; execute may run from several threads; ctypes releases the GIL
@@ -86,7 +95,12 @@ def library_path() -> str:
         if not os.path.isfile(env):
             raise KilnError("NotFound", f"KILN_LIBRARY={env!r} is not a file")
         return os.path.abspath(env)
-    repo_root = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir, os.pardir))
+    here = os.path.dirname(os.path.abspath(__file__))
+    # Under its SONAME: a wheel cannot hold the libkiln.so link (cmake/KilnWheel.cmake).
+    packaged = os.path.join(here, "lib", "libkiln.so.0")
+    if os.path.isfile(packaged):
+        return packaged
+    repo_root = os.path.abspath(os.path.join(here, os.pardir, os.pardir))
     candidate = os.path.join(repo_root, "build", "libkiln.so")
     if os.path.isfile(candidate):
         return candidate
@@ -95,7 +109,8 @@ def library_path() -> str:
         return found
     raise KilnError(
         "NotFound",
-        f"libkiln.so not found: set KILN_LIBRARY, build it at {candidate}, or install it on the library path",
+        f"libkiln.so not found: not in this package ({packaged}; `pip install .` builds it there), "
+        f"nor at {candidate} (cmake --build build), nor on the library path; or set KILN_LIBRARY",
     )
 
 

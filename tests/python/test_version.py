@@ -1,6 +1,6 @@
 """One version for the whole project: the top-level VERSION file. CMake reads it into the
 library (kiln_version_string), the CLI (`kiln --version`) and the generated kiln/version.h;
-Python reads it as kiln.__version__ (and pyproject.toml's dynamic version from that).
+Python reads it as kiln.__version__, and pyproject.toml reads it for the wheel's version.
 
 The library is $KILN_LIBRARY (default <repo>/build/libkiln.so), the CLI $KILN_CLI (default
 <repo>/build/kiln), both opened directly so a stale build shows up here.

@@ -50,7 +50,7 @@ __all__ = [
 def _shim_list_paths() -> tuple[Path, ...]:
     """The lists of the aoti_torch_* functions Kiln's runtime implements, shared with the
     C++ side: src/shims/{common,cpu,cuda}/shims.txt in a source tree, or the copies an
-    installed package holds as kiln/shims/<device>.txt (setup.py puts them there)."""
+    installed package holds as kiln/shims/<device>.txt (cmake/KilnWheel.cmake puts them there)."""
     package = Path(__file__).resolve().parents[2]
     devices = ("common", "cpu", "cuda")
     installed = tuple(package / "shims" / f"{d}.txt" for d in devices)
