@@ -82,6 +82,12 @@ fi
 if [ "$status" -ne 0 ]; then exit "$status"; fi
 check_nothing_left pytest
 
+# The Python wheel: built, installed into a fresh environment, used from outside
+# the source tree with the system SLEEF hidden (scripts/wheel_test.sh).
+echo "[kiln test] wheel"
+bash scripts/wheel_test.sh  # unsets KILN_LIBRARY and the like itself
+check_nothing_left "the wheel step"
+
 # Unit tests and the CPU parity suite under ASan+UBSan, then every libFuzzer
 # target for KILN_FUZZ_SECONDS each (docs/testing.md).
 echo "[kiln test] sanitizers"
