@@ -23,7 +23,8 @@ add_dependencies(kiln_wheel kiln kiln_cli)
 install(FILES $<TARGET_FILE:kiln> DESTINATION kiln/lib RENAME libkiln.so.0 COMPONENT wheel)
 if(TARGET kiln_cuda)
   add_dependencies(kiln_wheel kiln_cuda)
-  install(FILES $<TARGET_FILE:kiln_cuda> DESTINATION kiln/lib COMPONENT wheel)
+  # install(TARGETS): its run path becomes the install one, $ORIGIN alone.
+  install(TARGETS kiln_cuda LIBRARY DESTINATION kiln/lib COMPONENT wheel)
 endif()
 
 # The CLI is a wheel script: pip puts it in the environment's bin/ and the
