@@ -139,7 +139,13 @@ namespace {
 void strided_copy_host(char* dst, const int64_t* dst_strides, const char* src, const int64_t* src_strides,
                        const int64_t* sizes, int64_t dim, size_t elem) {
   if (dim == 0) {
-    std::memcpy(dst, src, elem);
+    std::memmove(dst, src, elem);  // dst may be src (in-place ops)
+    return;
+  }
+  if (sizes[0] <= 1) {
+    // A dimension of one element (or none) is never stepped along, and its stride may be any
+    // value (one that would overflow when scaled to bytes included).
+    if (sizes[0] == 1) strided_copy_host(dst, dst_strides + 1, src, src_strides + 1, sizes + 1, dim - 1, elem);
     return;
   }
   if (dim == 1) {

@@ -64,6 +64,20 @@ TEST(Tensor, StridedCopyTransposes) {
   for (int i = 0; i < 6; ++i) EXPECT_EQ(dst->data<float>()[i], expected[i]);
 }
 
+// Found by fuzz/input_validation_fuzzer: a dimension of one element may have any stride, and
+// the copy scaled it to bytes (signed overflow, UB) although it never steps along it.
+TEST(Tensor, StridedCopyIgnoresTheStrideOfUnitDimensions) {
+  auto src = Tensor::empty(std::vector<int64_t>{3}, DType::Float32);
+  ASSERT_TRUE(src.ok());
+  std::iota(src->data<float>(), src->data<float>() + 3, 1.0f);
+  auto view = src->make_view(std::vector<int64_t>{1, 3, 1}, std::vector<int64_t>{INT64_MAX / 2, 1, INT64_MAX / 3}, 0);
+  ASSERT_TRUE(view.ok());
+  auto dst = Tensor::empty(std::vector<int64_t>{1, 3, 1}, DType::Float32);
+  ASSERT_TRUE(dst.ok());
+  ASSERT_EQ(copy_tensor(*dst, *view), Error::Ok);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(dst->data<float>()[i], static_cast<float>(i + 1));
+}
+
 TEST(Tensor, GeometryOverflowIsAnError) {
   auto r = strided_extent_bytes(std::vector<int64_t>{INT64_MAX / 2, 4}, std::vector<int64_t>{4, 1}, DType::Float32);
   EXPECT_EQ(r.error(), Error::InvalidArgument);
