@@ -91,11 +91,10 @@ def programs(tmp_path_factory):
     out = {}
     for name in MODELS:
         model = tiny_moe(name, torch.bfloat16).cuda()
-        # Combo kernels off: Inductor (torch 2.11) cannot build a combo kernel over the
-        # routing's reductions with a dynamic sequence length ("Dynamic shape on
-        # reduction dimension is not supported").
-        program = kiln.export(export_moe(model, device="cuda"), backend="cuda",
-                              compile_specs={"combo_kernels": "off"}, verbose=False)
+        # Default specs: Inductor (torch 2.11) cannot build a combo kernel over the routing's
+        # reductions with a dynamic sequence length, so this also checks that the backend
+        # compiles such a method again without combo kernels.
+        program = kiln.export(export_moe(model, device="cuda"), backend="cuda", verbose=False)
         imports = dict(program.methods["forward"].metadata)["shim_imports"].split(",")
         assert "aoti_torch_cuda_grouped_mm" in imports, name
         path = tmp_path_factory.mktemp("moe") / f"{name}.kiln"

@@ -244,6 +244,29 @@ def test_cuda_options_triton_only_and_multi_arch():
     assert CudaBackend().aoti_compile_options({"combo_kernels": "off"})["combo_kernels"] is False
 
 
+def test_cuda_compiles_again_without_combo_kernels_only_for_their_known_failure():
+    backend = CudaBackend()
+    opts = backend.aoti_compile_options({})
+    try:  # Inductor wraps the code generator's error in its own
+        try:
+            raise RuntimeError("Dynamic shape on reduction dimension is not supported")
+        except RuntimeError as inner:
+            raise ValueError("backend compiler failed") from inner
+    except ValueError as error:
+        wrapped = error
+    retry = backend.compile_retry_options(wrapped, opts, {})
+    assert retry is not None
+    retry_opts, reason = retry
+    assert retry_opts["combo_kernels"] is False and "combo kernels" in reason
+    assert {k: v for k, v in retry_opts.items() if k != "combo_kernels"} == {
+        k: v for k, v in opts.items() if k != "combo_kernels"}
+    # Asked for explicitly, or another failure, or combo kernels already off: no second compile.
+    assert backend.compile_retry_options(wrapped, opts, {"combo_kernels": True}) is None
+    assert backend.compile_retry_options(RuntimeError("out of resource: shared memory"), opts, {}) is None
+    assert backend.compile_retry_options(wrapped, {**opts, "combo_kernels": False}, {}) is None
+    assert ab.AotiBackend.compile_retry_options(backend, wrapped, opts, {}) is None
+
+
 def test_unread_specs_warn_with_the_closest_known_key():
     known = CudaBackend.COMPILE_SPECS
     with pytest.warns(UnreadCompileSpecWarning, match="'combo_kernel'.*did you mean 'combo_kernels'"):

@@ -331,6 +331,14 @@ class AotiBackend:
     def extra_compile_context(self, compile_specs: dict[str, Any]) -> ContextManager:
         return contextlib.nullcontext()
 
+    def compile_retry_options(
+        self, error: BaseException, options: dict[str, Any], compile_specs: dict[str, Any]
+    ) -> tuple[dict[str, Any], str] | None:
+        """Options for a second compile after ``error``, with the reason to print, or None to
+        raise it. For failures that an optimisation Kiln turns on by default causes in
+        Inductor, where the stock options compile."""
+        return None
+
     def codesign_so(self, so_path: str, compile_specs: dict[str, Any]) -> None:
         """Signs the library in place before its bytes are read.  No-op by default."""
         return None
@@ -390,7 +398,15 @@ class AotiBackend:
             with prog.stage(f"{method_name}: aot compile ({device})"):
                 with torch.no_grad(), self.extra_compile_context(specs):
                     gm = outputs_mod.module_to_compile(ep, plan)
-                    produced = torch._inductor.aot_compile(gm, tuple(args), kwargs or None, options=options)
+                    try:
+                        produced = torch._inductor.aot_compile(gm, tuple(args), kwargs or None, options=options)
+                    except Exception as error:
+                        retry = self.compile_retry_options(error, options, specs)
+                        if retry is None:
+                            raise
+                        options, reason = retry
+                        prog.note(f"{method_name}: compiling again {reason}")
+                        produced = torch._inductor.aot_compile(gm, tuple(args), kwargs or None, options=options)
             files = [str(p) for p in produced] if isinstance(produced, (list, tuple)) else [str(produced)]
             so_path = _pick(files, out_dir, ".wrapper.so", required=True)
             blob_path = _pick(files, out_dir, ".wrapper_weights.blob", required=False)

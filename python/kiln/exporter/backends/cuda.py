@@ -12,7 +12,9 @@ here, is in backends/aoti.py):
                                        Inductor's Triton conv template covers only plain 2-d
   emit_multi_arch_kernel bool, default True - fatbin for every arch in TORCH_CUDA_ARCH_LIST
   emulate_precision_casts bool, default True
-  combo_kernels  bool, default True  - Inductor's horizontal fusion (COMBO_KERNELS below)
+  combo_kernels  bool, default True  - Inductor's horizontal fusion (COMBO_KERNELS below);
+                                       left at its default, a method Inductor cannot combine
+                                       (COMBO_KERNEL_FAILURES) compiles again without it
   autotune_at_compile_time bool      - forwarded to triton.autotune_at_compile_time if given
   sdpa           "decompose" (default) - scaled_dot_product_attention becomes matmuls and a
                                        softmax that Inductor fuses into its own Triton kernels
@@ -86,6 +88,19 @@ class CudaBackend(AotiBackend):
             opts["triton.autotune_at_compile_time"] = spec_bool(compile_specs, "autotune_at_compile_time", False)
         return opts
 
+    #: Inductor's combo kernels cannot hold a persistent reduction over a dynamic dimension
+    #: (torch 2.11, triton_combo_kernel.py); the stock options, without combo kernels, compile
+    #: such a graph (m2m100 with a dynamic sequence length).
+    COMBO_KERNEL_FAILURES = ("Dynamic shape on reduction dimension is not supported",)
+
+    def compile_retry_options(self, error, options, compile_specs):
+        if not options.get("combo_kernels") or "combo_kernels" in compile_specs:
+            return None  # off, or asked for explicitly: the caller sees the error
+        if not any(text in message for message in _messages(error) for text in self.COMBO_KERNEL_FAILURES):
+            return None
+        reason = "without combo kernels (Inductor cannot combine a persistent reduction over a dynamic dimension)"
+        return {**options, "combo_kernels": False}, reason
+
     def decomposition_table(self, compile_specs: dict[str, Any]) -> dict:
         if not spec_bool(compile_specs, "triton_only", True):
             return {}
@@ -148,3 +163,13 @@ def _env(key: str, value: str):
             os.environ.pop(key, None)
         else:
             os.environ[key] = old
+
+
+def _messages(error: BaseException):
+    """The messages of ``error`` and of the errors it was raised from (Inductor wraps the
+    code generator's error in its own)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield str(error)
+        error = error.__cause__ or error.__context__
