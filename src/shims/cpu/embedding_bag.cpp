@@ -16,10 +16,12 @@
 // offsets that decrease, exceed the number of indices or leave indices with
 // no bag, and out-of-range indices anywhere (ATen checks only those it reads).
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "devices/cpu/element_buffer.h"
+#include "shims/common/embedding_bag_args.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/index_util.h"
 #include "shims/cpu/op_args.h"
@@ -29,7 +31,7 @@ using namespace kiln::cpu;
 
 namespace {
 
-constexpr int64_t kSum = 0, kMean = 1, kMax = 2;
+constexpr int64_t kSum = aoti::kEmbeddingBagSum, kMean = aoti::kEmbeddingBagMean, kMax = aoti::kEmbeddingBagMax;
 
 Error write_vec(const std::vector<int64_t>& v, std::span<const int64_t> sizes, DType dtype, AtenTensorHandle* ret,
                 const char* name) {
@@ -48,33 +50,15 @@ AOTITorchError embedding_bag(const char* fn, AtenTensorHandle weight_h, AtenTens
     KILN_ASSIGN_OR_RETURN(Tensor * offsets, cpu_tensor_arg(offsets_h, "offsets"));
     KILN_ASSIGN_OR_RETURN(Tensor * psw, optional_cpu_tensor_arg(psw_h, "per_sample_weights"));
     const DType wt = weight->dtype();
-    if (wt != DType::Float32 && wt != DType::Float64 && wt != DType::Float16 && wt != DType::BFloat16)
-      return aoti::invalid(std::string("argument 'weight' has dtype ") + dtype_name(wt) +
-                           ", expected float32, float64, float16 or bfloat16");
-    if (weight->dim() != 2)
-      return aoti::invalid("argument 'weight' has shape " + aoti::shape_string(weight->sizes()) + ", expected 2-d");
-    KILN_RETURN_IF_ERROR(index_dtype_check(*indices, "indices"));
-    KILN_RETURN_IF_ERROR(index_dtype_check(*offsets, "offsets"));
-    if (indices->dim() != 1)
-      return aoti::invalid("argument 'indices' has shape " + aoti::shape_string(indices->sizes()) +
-                           ", expected 1-d (flatten 2-d input and pass its bag offsets)");
-    if (offsets->dim() != 1)
-      return aoti::invalid("argument 'offsets' has shape " + aoti::shape_string(offsets->sizes()) + ", expected 1-d");
-    if (mode != kSum && mode != kMean && mode != kMax)
-      return aoti::invalid("argument 'mode' is " + std::to_string(mode) + ", expected 0 (sum), 1 (mean) or 2 (max)");
-    const int64_t n = indices->size(0), vocab = weight->size(0), dim = weight->size(1);
-    if (psw) {
-      if (mode != kSum) return aoti::invalid("argument 'per_sample_weights' is only supported with mode sum");
-      KILN_RETURN_IF_ERROR(same_dtype(*psw, wt, "per_sample_weights"));
-      if (psw->dim() != 1 || psw->numel() != n)
-        return aoti::invalid("argument 'per_sample_weights' has shape " + aoti::shape_string(psw->sizes()) +
-                             ", expected [" + std::to_string(n) + "] (one weight per index)");
-    }
-    const int64_t n_off = offsets->size(0);
-    if (include_last_offset && n_off < 1)
-      return aoti::invalid("argument 'offsets' is empty, but include_last_offset needs at least one offset");
-    const int64_t bags = n_off - (include_last_offset ? 1 : 0);
-    const DType aux = (indices->dtype() == DType::Int64 || offsets->dtype() == DType::Int64) ? DType::Int64 : DType::Int32;
+    std::optional<aoti::ArgShape> psw_shape;
+    if (psw) psw_shape = aoti::ArgShape{psw->dtype(), psw->sizes()};
+    KILN_ASSIGN_OR_RETURN(aoti::EmbeddingBagShape shape,
+                          aoti::embedding_bag_args({wt, weight->sizes()}, {indices->dtype(), indices->sizes()},
+                                                   {offsets->dtype(), offsets->sizes()}, mode, psw_shape,
+                                                   include_last_offset != 0));
+    const int64_t n = shape.count, n_off = shape.num_offsets, bags = shape.bags;
+    const int64_t vocab = weight->size(0), dim = weight->size(1);
+    const DType aux = shape.aux;
 
     const std::vector<int64_t> idx = read_elements<int64_t>(*indices);
     const std::vector<int64_t> off = read_elements<int64_t>(*offsets);
@@ -86,8 +70,6 @@ AOTITorchError embedding_bag(const char* fn, AtenTensorHandle weight_h, AtenTens
         return aoti::invalid("argument 'offsets': offsets[" + std::to_string(b) + "] is " + std::to_string(o) +
                              ", expected non-decreasing offsets no larger than the " + std::to_string(n) + " indices");
     }
-    if (bags == 0 && n > 0)
-      return aoti::invalid("argument 'offsets' makes no bags, but 'indices' has " + std::to_string(n) + " entries");
     for (int64_t i = 0; i < n; ++i) {
       const int64_t v = idx[static_cast<size_t>(i)];
       if (v < 0 || v >= vocab)

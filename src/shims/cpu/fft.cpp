@@ -15,6 +15,7 @@
 
 #include "devices/cpu/element_buffer.h"
 #include "devices/cpu/strided_index.h"
+#include "shims/common/fft_args.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/op_args.h"
 
@@ -22,39 +23,6 @@ using namespace kiln;
 using namespace kiln::cpu;
 
 namespace {
-
-Result<std::vector<int64_t>> fft_dims_arg(const Tensor& self, const int64_t* dim, int64_t dim_len) {
-  KILN_ASSIGN_OR_RETURN(std::span<const int64_t> raw, aoti::int_array_arg(dim, dim_len, "dim"));
-  if (self.dim() == 0 && !raw.empty())
-    return aoti::invalid("argument 'self' is 0-d; it has no dimension to transform");
-  std::vector<int64_t> dims;
-  for (int64_t d : raw) {
-    KILN_ASSIGN_OR_RETURN(int64_t w, wrap_dim(d, self.dim()));
-    if (std::find(dims.begin(), dims.end(), w) != dims.end())
-      return aoti::invalid("argument 'dim' repeats dimension " + std::to_string(w));
-    dims.push_back(w);
-  }
-  if (self.numel() == 0)
-    return aoti::invalid("argument 'self' is empty (shape " + aoti::shape_string(self.sizes()) +
-                         "); the FFT needs at least one element");
-  return dims;
-}
-
-Result<double> norm_scale(int64_t normalization, const Tensor& self, const std::vector<int64_t>& dims) {
-  double n = 1;
-  for (int64_t d : dims) n *= static_cast<double>(self.size(d));
-  switch (normalization) {
-    case 0:
-      return 1.0;
-    case 1:
-      return 1.0 / std::sqrt(n);
-    case 2:
-      return 1.0 / n;
-    default:
-      return aoti::invalid("argument 'normalization' is " + std::to_string(normalization) +
-                           ", expected 0 (none), 1 (1/sqrt(n)) or 2 (1/n)");
-  }
-}
 
 // The strides ATen's MKL path gives its result (see the file comment).
 std::vector<int64_t> fft_out_strides(const Tensor& self, std::span<const int64_t> out_sizes,
@@ -106,9 +74,9 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__fft_r2c(AtenTensorHandle self, c
     if (x->dtype() != DType::Float32 && x->dtype() != DType::Float64)
       return aoti::invalid(std::string("argument 'self' has dtype ") + dtype_name(x->dtype()) +
                            ", expected float32 or float64");
-    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, fft_dims_arg(*x, dim, dim_len_));
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, aoti::fft_dims_arg(x->sizes(), dim, dim_len_));
     if (dims.empty()) return aoti::invalid("argument 'dim' is empty; r2c needs at least one dimension");
-    KILN_ASSIGN_OR_RETURN(double scale, norm_scale(normalization, *x, dims));
+    KILN_ASSIGN_OR_RETURN(double scale, aoti::fft_norm_scale(normalization, x->sizes(), dims));
     std::vector<Complex> values = read_elements<Complex>(*x);
     fft_dims(values, x->sizes(), dims, true);
     std::vector<int64_t> out_sizes = x->sizes();
@@ -138,8 +106,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__fft_c2c(AtenTensorHandle self, c
     if (!is_complex(x->dtype()))
       return aoti::invalid(std::string("argument 'self' has dtype ") + dtype_name(x->dtype()) +
                            ", expected complex64 or complex128");
-    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, fft_dims_arg(*x, dim, dim_len_));
-    KILN_ASSIGN_OR_RETURN(double scale, norm_scale(normalization, *x, dims));
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, aoti::fft_dims_arg(x->sizes(), dim, dim_len_));
+    KILN_ASSIGN_OR_RETURN(double scale, aoti::fft_norm_scale(normalization, x->sizes(), dims));
     std::vector<Complex> values = read_elements<Complex>(*x);
     fft_dims(values, x->sizes(), dims, forward != 0);
     return finish(values, scale, *x, x->sizes(), dims, false, x->dtype(), ret0);

@@ -15,9 +15,9 @@
 // otherwise.
 #include <algorithm>
 #include <cstring>
-#include <string_view>
 
 #include "devices/cpu/element_buffer.h"
+#include "shims/common/pad_args.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/elementwise.h"
 #include "shims/cpu/op_args.h"
@@ -26,8 +26,6 @@ using namespace kiln;
 using namespace kiln::cpu;
 
 namespace {
-
-enum class Mode { Constant, Reflect, Replicate, Circular };
 
 // ATen's is_channels_last_strides_2d / _3d: dimension order N, spatial..., C
 // from the outside in.
@@ -64,7 +62,7 @@ std::vector<int64_t> channels_last_strides(std::span<const int64_t> sizes) {
 
 // For each output index along a dimension of input size n padded by
 // (before, after): the input index it copies, or -1 for the constant value.
-std::vector<int64_t> index_map(Mode mode, int64_t n, int64_t before, int64_t after) {
+std::vector<int64_t> index_map(aoti::PadMode mode, int64_t n, int64_t before, int64_t after) {
   const int64_t out = n + before + after;
   std::vector<int64_t> map(static_cast<size_t>(std::max<int64_t>(out, 0)));
   const int64_t crop_lo = std::max<int64_t>(-before, 0);
@@ -72,17 +70,17 @@ std::vector<int64_t> index_map(Mode mode, int64_t n, int64_t before, int64_t aft
   for (int64_t i = 0; i < out; ++i) {
     int64_t j = i - before;
     switch (mode) {
-      case Mode::Constant:
+      case aoti::PadMode::Constant:
         j = j < 0 || j >= n ? -1 : j;
         break;
-      case Mode::Reflect:
+      case aoti::PadMode::Reflect:
         if (j < 0) j = -j;
         if (j >= n) j = 2 * (n - 1) - j;
         break;
-      case Mode::Replicate:
+      case aoti::PadMode::Replicate:
         j = std::clamp<int64_t>(j, 0, n - 1);
         break;
-      case Mode::Circular: {
+      case aoti::PadMode::Circular: {
         const int64_t c = i - std::max<int64_t>(before, 0);
         j = ((c % kept) + kept) % kept + crop_lo;
         break;
@@ -103,85 +101,19 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_pad(AtenTensorHandle self, const 
   return aoti::guarded("aoti_torch_cpu_pad", [&]() -> Error {
     KILN_ASSIGN_OR_RETURN(Tensor * t, cpu_tensor_arg(self, "self"));
     KILN_ASSIGN_OR_RETURN(std::span<const int64_t> amounts, aoti::int_array_arg(pad, pad_len_, "pad"));
-    if (mode == nullptr) return aoti::invalid("argument 'mode' is null");
-    const std::string_view m(mode);
-    Mode md;
-    if (m == "constant")
-      md = Mode::Constant;
-    else if (m == "reflect")
-      md = Mode::Reflect;
-    else if (m == "replicate")
-      md = Mode::Replicate;
-    else if (m == "circular")
-      md = Mode::Circular;
-    else
-      return aoti::invalid("Unrecognised padding mode " + std::string(m));
+    KILN_ASSIGN_OR_RETURN(aoti::PadArgs args, aoti::pad_args(t->sizes(), amounts, mode, value));
+    const aoti::PadMode md = args.mode;
     const int64_t nd = t->dim();
-    const int64_t np = static_cast<int64_t>(amounts.size());
-    if (np % 2 != 0) return aoti::invalid("Padding length must be divisible by 2");
-    if (np > 2 * nd)
-      return aoti::invalid(
-          "Padding length should be less than or equal to two times the input dimension but got "
-          "padding length " +
-          std::to_string(np) + " and input of dimension " + std::to_string(nd));
-    if (md != Mode::Constant) {
-      if (value != nullptr && *value != 0.0)
-        return aoti::invalid("Padding mode \"" + std::string(m) + "\" doesn't take in value argument");
-      if (np == 0 || np > 6 || (nd != np / 2 + 1 && nd != np / 2 + 2))
-        return aoti::invalid("Padding size " + std::to_string(np) + " is not supported for " +
-                             std::to_string(nd) + "D input tensor.");
-    }
-    if (md == Mode::Reflect || md == Mode::Replicate) {
-      // The batch dimension (when present) may be 0; the others may not.
-      for (int64_t d = nd == np / 2 + 2 ? 1 : 0; d < nd; ++d)
-        if (t->size(d) == 0)
-          return aoti::invalid(
-              "Expected a tensor with possibly 0 batch size and other non-zero dimensions for "
-              "input, but got: " +
-              aoti::shape_string(t->sizes()));
-    }
-    std::vector<int64_t> out_sizes = t->sizes();
+    const std::vector<int64_t>& out_sizes = args.out_sizes;
     std::vector<std::vector<int64_t>> maps(static_cast<size_t>(nd));
-    bool any_positive = false;
-    bool all_outputs_empty = true;
-    for (int64_t k = 0; k < np / 2; ++k) {
-      const int64_t d = nd - 1 - k;
-      const int64_t n = t->size(d), before = amounts[static_cast<size_t>(2 * k)],
-                    after = amounts[static_cast<size_t>(2 * k + 1)];
-      any_positive = any_positive || before > 0 || after > 0;
-      int64_t out = 0;
-      if (__builtin_add_overflow(n, before, &out) || __builtin_add_overflow(out, after, &out))
-        return aoti::invalid("padding (" + std::to_string(before) + ", " + std::to_string(after) +
-                             ") overflows the size of dimension " + std::to_string(d));
-      const std::string where =
-          " at dimension " + std::to_string(d) + " of input " + aoti::shape_string(t->sizes());
-      if (md == Mode::Reflect && (before >= n || after >= n))
-        return aoti::invalid(
-            "Padding size should be less than the corresponding input dimension, but got: padding (" +
-            std::to_string(before) + ", " + std::to_string(after) + ")" + where);
-      // What is left of the dimension after negative amounts crop it.
-      const int64_t kept = n + std::min<int64_t>(before, 0) + std::min<int64_t>(after, 0);
-      if (md == Mode::Constant && (n + std::min<int64_t>(before, 0) < 0 || kept < 0))
-        return aoti::invalid("padding (" + std::to_string(before) + ", " + std::to_string(after) +
-                             ") crops more than the size" + where);
-      if (md == Mode::Circular && (before > n || after > n || (out > 0 && (before > kept || after > kept))))
-        return aoti::invalid("Padding value causes wrapping around more than once" + where);
-      if (out < 0)
-        return aoti::invalid("padding (" + std::to_string(before) + ", " + std::to_string(after) +
-                             ") gives a negative size" + where);
-      all_outputs_empty = all_outputs_empty && out < 1;
-      out_sizes[static_cast<size_t>(d)] = out;
-      maps[static_cast<size_t>(d)] = index_map(md, n, before, after);
+    for (int64_t d = 0; d < nd; ++d) {
+      const aoti::PadDimension& pd = args.dims[static_cast<size_t>(d)];
+      if (pd.before != 0 || pd.after != 0) maps[static_cast<size_t>(d)] = index_map(md, pd.size, pd.before, pd.after);
     }
-    // As ATen's reflection/replication kernels: an empty padded dimension is
-    // accepted as long as one of them is not.
-    if ((md == Mode::Reflect || md == Mode::Replicate) && all_outputs_empty)
-      return aoti::invalid("input " + aoti::shape_string(t->sizes()) +
-                           " is too small: every padded dimension of the output would be empty");
     std::vector<int64_t> strides;
-    if (md != Mode::Circular && strides_like_channels_last(*t))
+    if (md != aoti::PadMode::Circular && strides_like_channels_last(*t))
       strides = channels_last_strides(out_sizes);
-    else if (md == Mode::Constant && !any_positive)
+    else if (md == aoti::PadMode::Constant && args.crop_only)
       strides = elementwise_strides(out_sizes, {*t});
     else
       strides = contiguous_strides(out_sizes);
@@ -189,7 +121,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_pad(AtenTensorHandle self, const 
                           Tensor::empty_strided(out_sizes, strides, t->dtype(), Device{DeviceType::CPU, 0}));
     const auto elem = static_cast<int64_t>(element_size(t->dtype()));
     char fill[16] = {};
-    if (md == Mode::Constant && value != nullptr) {
+    if (md == aoti::PadMode::Constant && value != nullptr) {
       if (element_kind(t->dtype()) == ElementKind::Unsupported && *value != 0.0)
         return aoti::invalid(std::string("a non-zero pad value cannot be written to dtype ") +
                              dtype_name(t->dtype()));

@@ -30,11 +30,13 @@
 // skipped there and bad rows are left out of their bags.
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/kernels/embedding_bag_kernel.h"
+#include "shims/common/embedding_bag_args.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/op_util.h"
 
@@ -42,13 +44,6 @@ using namespace kiln;
 using namespace kiln::cudadev;
 
 namespace {
-
-Error index_dtype_check(const TensorRef& t, const char* name) {
-  if (t.dtype != DType::Int64 && t.dtype != DType::Int32)
-    return aoti::invalid(std::string("argument '") + name + "' has dtype " + dtype_name(t.dtype) +
-                         ", expected int64 or int32");
-  return Error::Ok;
-}
 
 // Reads back the kernels' record of bad offsets and rows, waiting for them.
 Error check_bad_positions(const EmbeddingBagArgs& a, const TensorRef& indices, cudaStream_t stream) {
@@ -100,44 +95,23 @@ AOTITorchError embedding_bag(const char* fn, AtenTensorHandle weight_h, AtenTens
     KILN_ASSIGN_OR_RETURN(TensorRef indices, read_tensor(indices_h, "indices"));
     KILN_ASSIGN_OR_RETURN(TensorRef offsets, read_tensor(offsets_h, "offsets"));
     const DType wt = weight.dtype;
-    if (wt != DType::Float32 && wt != DType::Float64 && wt != DType::Float16 && wt != DType::BFloat16)
-      return aoti::invalid(std::string("argument 'weight' has dtype ") + dtype_name(wt) +
-                           ", expected float32, float64, float16 or bfloat16");
-    if (weight.dim() != 2)
-      return aoti::invalid("argument 'weight' has shape " + aoti::shape_string(weight.sizes) + ", expected 2-d");
-    KILN_RETURN_IF_ERROR(index_dtype_check(indices, "indices"));
-    KILN_RETURN_IF_ERROR(index_dtype_check(offsets, "offsets"));
-    if (indices.dim() != 1)
-      return aoti::invalid("argument 'indices' has shape " + aoti::shape_string(indices.sizes) +
-                           ", expected 1-d (flatten 2-d input and pass its bag offsets)");
-    if (offsets.dim() != 1)
-      return aoti::invalid("argument 'offsets' has shape " + aoti::shape_string(offsets.sizes) + ", expected 1-d");
-    if (mode < 0 || mode > 2)
-      return aoti::invalid("argument 'mode' is " + std::to_string(mode) + ", expected 0 (sum), 1 (mean) or 2 (max)");
-    if (weight.device_index != indices.device_index || weight.device_index != offsets.device_index)
-      return aoti::invalid("arguments 'weight', 'indices' and 'offsets' are on different CUDA devices");
-    const int64_t n = indices.sizes[0];
     std::optional<TensorRef> psw;
     if (psw_h != nullptr && *psw_h != nullptr) {
       KILN_ASSIGN_OR_RETURN(TensorRef p, read_tensor(*psw_h, "per_sample_weights"));
-      if (mode != 0) return aoti::invalid("argument 'per_sample_weights' is only supported with mode sum");
-      if (p.dtype != wt)
-        return aoti::invalid(std::string("argument 'per_sample_weights' has dtype ") + dtype_name(p.dtype) +
-                             ", expected weight's " + dtype_name(wt));
-      if (p.dim() != 1 || p.sizes[0] != n)
-        return aoti::invalid("argument 'per_sample_weights' has shape " + aoti::shape_string(p.sizes) +
-                             ", expected [" + std::to_string(n) + "] (one weight per index)");
-      if (p.device_index != weight.device_index)
-        return aoti::invalid("argument 'per_sample_weights' is on another CUDA device than 'weight'");
       psw = std::move(p);
     }
-    const int64_t n_off = offsets.sizes[0];
-    if (include_last_offset && n_off < 1)
-      return aoti::invalid("argument 'offsets' is empty, but include_last_offset needs at least one offset");
-    const int64_t bags = n_off - (include_last_offset ? 1 : 0);
-    if (bags == 0 && n > 0)
-      return aoti::invalid("argument 'offsets' makes no bags, but 'indices' has " + std::to_string(n) + " entries");
-    const DType aux = (indices.dtype == DType::Int64 || offsets.dtype == DType::Int64) ? DType::Int64 : DType::Int32;
+    std::optional<aoti::ArgShape> psw_shape;
+    if (psw) psw_shape = aoti::ArgShape{psw->dtype, psw->sizes};
+    KILN_ASSIGN_OR_RETURN(aoti::EmbeddingBagShape shape,
+                          aoti::embedding_bag_args({wt, weight.sizes}, {indices.dtype, indices.sizes},
+                                                   {offsets.dtype, offsets.sizes}, mode, psw_shape,
+                                                   include_last_offset != 0));
+    if (weight.device_index != indices.device_index || weight.device_index != offsets.device_index)
+      return aoti::invalid("arguments 'weight', 'indices' and 'offsets' are on different CUDA devices");
+    if (psw && psw->device_index != weight.device_index)
+      return aoti::invalid("argument 'per_sample_weights' is on another CUDA device than 'weight'");
+    const int64_t n = shape.count, n_off = shape.num_offsets, bags = shape.bags;
+    const DType aux = shape.aux;
     const int device = weight.device_index;
     cudaStream_t stream = current_stream(device);
 
@@ -146,7 +120,7 @@ AOTITorchError embedding_bag(const char* fn, AtenTensorHandle weight_h, AtenTens
     KILN_ASSIGN_OR_RETURN(OwnedHandle output, new_contiguous(out_sizes, wt, device));
     KILN_ASSIGN_OR_RETURN(OwnedHandle offset2bag, new_contiguous(std::vector<int64_t>{n}, aux, device));
     KILN_ASSIGN_OR_RETURN(OwnedHandle bag_size, new_contiguous(std::vector<int64_t>{n_off}, aux, device));
-    const std::vector<int64_t> max_sizes = mode == 2 ? out_sizes : std::vector<int64_t>{0};
+    const std::vector<int64_t> max_sizes = mode == aoti::kEmbeddingBagMax ? out_sizes : std::vector<int64_t>{0};
     KILN_ASSIGN_OR_RETURN(OwnedHandle max_indices, new_contiguous(max_sizes, aux, device));
     KILN_ASSIGN_OR_RETURN(DeviceBuffer first_bad, DeviceBuffer::allocate(2 * sizeof(unsigned long long), device, stream));
 

@@ -35,6 +35,7 @@
 #include "devices/cuda/device/strided_copy.h"
 #include "devices/cuda/kernels/fft_kernel.h"
 #include "devices/cuda/libraries/cufft_api.h"
+#include "shims/common/fft_args.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/op_util.h"
 
@@ -45,42 +46,6 @@ namespace {
 
 // cuFFT transforms at most 3 dimensions in one plan (ATen's cufft_max_ndim).
 constexpr size_t kMaxPassDims = 3;
-
-// ---- Arguments ------------------------------------------------------------
-
-Result<std::vector<int64_t>> fft_dims_arg(const TensorRef& self, const int64_t* dim, int64_t dim_len) {
-  KILN_ASSIGN_OR_RETURN(std::span<const int64_t> raw, aoti::int_array_arg(dim, dim_len, "dim"));
-  if (self.dim() == 0 && !raw.empty()) return aoti::invalid("argument 'self' is 0-d; it has no dimension to transform");
-  std::vector<int64_t> dims;
-  for (int64_t d : raw) {
-    KILN_ASSIGN_OR_RETURN(int64_t w, wrap_dim(d, self.dim()));
-    if (std::find(dims.begin(), dims.end(), w) != dims.end())
-      return aoti::invalid("argument 'dim' repeats dimension " + std::to_string(w));
-    dims.push_back(w);
-  }
-  if (self.numel() == 0)
-    return aoti::invalid("argument 'self' is empty (shape " + aoti::shape_string(self.sizes) +
-                         "); the FFT needs at least one element");
-  return dims;
-}
-
-// ATen's fft_norm_mode: 0 none, 1 by 1/sqrt(n), 2 by 1/n, n the product of
-// the transformed (two-sided) sizes.
-Result<double> norm_scale(int64_t normalization, const TensorRef& self, const std::vector<int64_t>& dims) {
-  double n = 1;
-  for (int64_t d : dims) n *= static_cast<double>(self.sizes[static_cast<size_t>(d)]);
-  switch (normalization) {
-    case 0:
-      return 1.0;
-    case 1:
-      return 1.0 / std::sqrt(n);
-    case 2:
-      return 1.0 / n;
-    default:
-      return aoti::invalid("argument 'normalization' is " + std::to_string(normalization) +
-                           ", expected 0 (none), 1 (1/sqrt(n)) or 2 (1/n)");
-  }
-}
 
 // ---- ATen's layout of each pass -------------------------------------------
 
@@ -366,10 +331,10 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__fft_r2c(AtenTensorHandle self_h
     if (self.dtype != DType::Float32 && self.dtype != DType::Float64)
       return aoti::invalid(std::string("argument 'self' has dtype ") + dtype_name(self.dtype) +
                            ", expected float32 or float64");
-    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, fft_dims_arg(self, dim, dim_len_));
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, aoti::fft_dims_arg(self.sizes, dim, dim_len_));
     if (dims.empty()) return aoti::invalid("argument 'dim' is empty; r2c needs at least one dimension");
     KILN_RETURN_IF_ERROR(check_rank(self));
-    KILN_ASSIGN_OR_RETURN(double scale, norm_scale(normalization, self, dims));
+    KILN_ASSIGN_OR_RETURN(double scale, aoti::fft_norm_scale(normalization, self.sizes, dims));
     const DType complex_dtype = self.dtype == DType::Float32 ? DType::Complex64 : DType::Complex128;
     const int64_t last = dims.back();
     const int64_t n_last = self.sizes[static_cast<size_t>(last)];
@@ -464,9 +429,9 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__fft_c2c(AtenTensorHandle self_h
     if (self.dtype != DType::Complex64 && self.dtype != DType::Complex128)
       return aoti::invalid(std::string("argument 'self' has dtype ") + dtype_name(self.dtype) +
                            ", expected complex64 or complex128");
-    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, fft_dims_arg(self, dim, dim_len_));
+    KILN_ASSIGN_OR_RETURN(std::vector<int64_t> dims, aoti::fft_dims_arg(self.sizes, dim, dim_len_));
     KILN_RETURN_IF_ERROR(check_rank(self));
-    KILN_ASSIGN_OR_RETURN(double scale, norm_scale(normalization, self, dims));
+    KILN_ASSIGN_OR_RETURN(double scale, aoti::fft_norm_scale(normalization, self.sizes, dims));
     cudaStream_t stream = current_stream(self.device_index);
     if (dims.empty()) {
       // ATen returns self.clone() (no normalisation): empty_like's strides.

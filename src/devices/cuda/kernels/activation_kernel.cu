@@ -12,16 +12,6 @@
 namespace kiln::cudadev {
 namespace {
 
-// The arithmetic type of each element type: float32 for the narrow floats.
-template <typename T>
-struct Compute {
-  using type = float;
-};
-template <>
-struct Compute<double> {
-  using type = double;
-};
-
 template <typename C>
 __device__ inline C relu(C v) {
   return v != v ? v : (v > C(0) ? v : C(0));  // v != v: NaN, which ATen's relu keeps
@@ -34,30 +24,12 @@ __device__ inline C gelu_tanh(C v) {
   return C(0.5) * v * (C(1) + tanh(sqrt_2_over_pi * (v + C(0.044715) * cube)));
 }
 
-template <typename T>
-__device__ inline typename Compute<T>::type load(T v) {
-  if constexpr (std::is_same_v<T, double>) {
-    return v;
-  } else {
-    return to_float(v);
-  }
-}
-
-template <typename T>
-__device__ inline T store(typename Compute<T>::type v) {
-  if constexpr (std::is_same_v<T, double>) {
-    return v;
-  } else {
-    return from_float<T>(v);
-  }
-}
-
 template <typename T, Activation kAct>
 __global__ void activation_kernel(T* x, int64_t numel) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < numel; i += step) {
-    const auto v = load(x[i]);
-    x[i] = store<T>(kAct == Activation::Relu ? relu(v) : gelu_tanh(v));
+    const auto v = widen(x[i]);
+    x[i] = narrow<T>(kAct == Activation::Relu ? relu(v) : gelu_tanh(v));
   }
 }
 

@@ -1,5 +1,6 @@
 // Device-side conversions between the floating element types Kiln's CUDA
-// kernels take (float32, float16, bfloat16) and the float32 they compute in.
+// kernels take (float32, float16, bfloat16, float64) and the type they compute
+// in (float32; float64 for float64).
 // Shared by the element-wise kernels (bias_kernel.cu, gemv_kernel.cu) and the
 // attention kernels.
 #pragma once
@@ -8,6 +9,7 @@
 #include <cuda_fp16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kiln/dtype.h"
 
@@ -36,5 +38,37 @@ template <>
 __device__ inline __half from_float<__half>(float v) { return __float2half_rn(v); }
 template <>
 __device__ inline __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+/// The type a kernel computes in for elements of T: float32, or float64 for float64.
+template <typename T>
+struct ComputeType {
+  using type = float;
+};
+template <>
+struct ComputeType<double> {
+  using type = double;
+};
+template <typename T>
+using compute_t = typename ComputeType<T>::type;
+
+/// An element in its compute type.
+template <typename T>
+__device__ inline compute_t<T> widen(T v) {
+  if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    return to_float(v);
+  }
+}
+
+/// A compute-type value stored as T (rounded to nearest even).
+template <typename T>
+__device__ inline T narrow(compute_t<T> v) {
+  if constexpr (std::is_same_v<T, double>) {
+    return v;
+  } else {
+    return from_float<T>(v);
+  }
+}
 
 }  // namespace kiln::cudadev

@@ -13,30 +13,6 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// The type a kernel computes in for elements of T: float32, or float64 for float64.
-template <typename T>
-struct Acc {
-  using type = float;
-};
-template <>
-struct Acc<double> {
-  using type = double;
-};
-
-__device__ inline float widen(float v) { return v; }
-__device__ inline float widen(__half v) { return __half2float(v); }
-__device__ inline float widen(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ inline double widen(double v) { return v; }
-
-template <typename T>
-__device__ inline T narrow(typename Acc<T>::type v) {
-  return from_float<T>(v);
-}
-template <>
-__device__ inline double narrow<double>(double v) {
-  return v;
-}
-
 // The accurate exp and tanh (not the fast intrinsics): ATen's cell kernels
 // call ::exp and ::tanh in the accumulation type.
 __device__ inline float sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
@@ -104,7 +80,7 @@ __global__ void rnn_step_kernel(RnnStepParams p) {
 
 template <typename T>
 __global__ void fused_lstm_cell_kernel(FusedLstmCellParams p) {
-  using A = typename Acc<T>::type;
+  using A = compute_t<T>;
   const int64_t H = p.hidden;
   const int64_t n = p.batch * H;
   const T* ig_in = static_cast<const T*>(p.input_gates);
