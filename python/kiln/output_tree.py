@@ -9,6 +9,7 @@ and constant leaves the library does not return::
     outs = module.forward(input_ids)
     result = rebuild(meta.metadata["output_tree"], outs)   # {"logits": ..., "state": [...]}
 
+``Module.forward(..., structure="tree")`` (kiln.runtime) returns this directly.
 Tuples and lists come back as tuples and lists; named containers (dicts, namedtuples,
 dataclasses, Hugging Face ModelOutput) as dicts keyed by their field names. Needs no torch.
 

@@ -10,6 +10,10 @@ numpy outputs (the default).
     module.load()
     (y,) = module.forward(np.ones((4, 16), dtype=np.float32))
 
+    bert = Module("bert.kiln")                  # exported with input_ids=..., attention_mask=...
+    out = bert.forward(input_ids=ids, attention_mask=mask, structure="names")
+    out["last_hidden_state"], out["pooler_output"]
+
     strict = Runtime(require_signature=True, trusted_keys="release.pub")   # settings: docs/settings.md
     signed = Module("model.kiln", runtime=strict)
     in_memory = Module.from_bytes(open("model.kiln", "rb").read())
@@ -26,6 +30,14 @@ so are lists and scalars); such an input is refused when the method writes it in
 the writes would go to the copy.
 Outputs are numpy arrays (``output="numpy"``, default) or torch tensors (``output="torch"``),
 sharing Kiln's memory without copies.
+
+A method takes the model's arguments as the model took them at export (metadata
+``input_tree``, kiln.input_tree): by position or by parameter name, nested in the lists, tuples
+and dicts they were passed in; arguments compiled in at export (None, ints) may be left out. Its
+flat inputs in order (``MethodMeta.inputs``) are accepted too, as before. It returns a list of its
+outputs (``structure="flat"``, default), a dict of them by name (``"names"``: their paths in the
+model's output) or the model's output structure (``"tree"``: kiln.output_tree). See
+``Module.execute``.
 
 The shared library is found through, in order (``library_path``):
 
@@ -612,6 +624,63 @@ class _Cuda:
 cuda = _Cuda()
 
 
+class _CallSpec:
+    """How one method is called: its arguments' structure (metadata ``input_tree``, or its
+    inputs as positional arguments where the program records none) and its outputs' names and
+    structure (``output_tree``)."""
+
+    def __init__(self, method: str, meta: MethodMeta):
+        from kiln import input_tree
+
+        self.method = method
+        self.meta = meta
+        self.input_names = [spec.name for spec in meta.inputs]
+        self.output_names = [spec.name for spec in meta.outputs]
+        recorded = meta.metadata.get("input_tree")
+        self.tree, self.tree_error = input_tree.positional_tree(self.input_names), None
+        if recorded:
+            try:
+                self.tree = input_tree.parse(recorded)
+                if len(self.tree["inputs"]) != len(self.input_names):
+                    raise ValueError(f"it places {len(self.tree['inputs'])} inputs, the method has "
+                                     f"{len(self.input_names)}")
+            except ValueError as e:
+                # Only calls by name or structure need the record: flat calls still work.
+                self.tree, self.tree_error = None, f"method {method!r}: metadata input_tree is unusable: {e}"
+        self.output_tree = meta.metadata.get("output_tree")
+        # Whether the recorded arguments are exactly the inputs as positional arguments: then
+        # a positional call needs no mapping.
+        self.trivial = self.tree is not None and (
+            not self.tree["kwargs"] and len(self.tree["args"]) == len(self.input_names)
+            and all(node == {"input": i} for i, (_, node) in enumerate(self.tree["args"])))
+
+    def flatten(self, args: Sequence[Any], kwargs: Mapping[str, Any] | None) -> list[Any]:
+        from kiln import input_tree
+
+        args = list(args)
+        if not kwargs and not any(input_tree._holds_tensors(a) for a in args):
+            # The method's inputs flattened in order, as every program could always be called:
+            # as many plain values (no container of tensors) as inputs. Where those are the
+            # arguments anyway, any count passes on, so a wrong one is refused by Kiln as before.
+            if self.trivial or len(args) == len(self.input_names):
+                return args
+        if self.tree is None:
+            raise ValueError(f"{self.tree_error}; pass the method's {len(self.input_names)} inputs in order")
+        return input_tree.flatten(self.tree, args, kwargs, self.method)
+
+    def arrange(self, results: list[Any], structure: str) -> Any:
+        if structure == "flat":
+            return results
+        if structure == "names":
+            return dict(zip(self.output_names, results))
+        if not self.output_tree:
+            raise ValueError(f"method {self.method!r} records no output structure (metadata output_tree: a program "
+                             "written by an older exporter, or imported); use structure='flat' or 'names'")
+        from kiln.output_tree import rebuild
+
+        return rebuild(self.output_tree, results)
+
+
 class Module:
     """One ``.kiln`` program. See the module docstring."""
 
@@ -619,6 +688,7 @@ class Module:
                  runtime: Runtime | None = None):
         self._lib = _library()
         self._handle = _P()
+        self._call_specs: dict[str, _CallSpec] = {}
         self.path = os.fspath(path)
         files = [os.fsencode(f) for f in data_files]
         array = (_STR * max(len(files), 1))(*files)
@@ -633,6 +703,7 @@ class Module:
         module = cls.__new__(cls)
         module._lib = _library()
         module._handle = _P()
+        module._call_specs = {}
         view = memoryview(data).cast("B")
         buffer = (ctypes.c_char * view.nbytes).from_buffer_copy(view) if view.nbytes else None
         _check(module._lib.kiln_module_create_from_buffer(runtime._handle if runtime else None, buffer,
@@ -713,15 +784,34 @@ class Module:
             self._lib.kiln_method_meta_free(meta)
 
     # running
-    def execute(self, name: str, inputs: Sequence[Any], output: str = "numpy") -> list[Any]:
-        """Runs method ``name``. Inputs are not copied here; Kiln copies an input only when its
-        layout differs from the compiled one (see the module docstring). Outputs share Kiln's
-        memory.
+    def execute(self, name: str, inputs: Sequence[Any] = (), output: str = "numpy", *,
+                kwargs: Mapping[str, Any] | None = None, structure: str = "flat") -> Any:
+        """Runs method ``name`` with positional arguments ``inputs`` and keyword arguments
+        ``kwargs``. Inputs are not copied here; Kiln copies an input only when its layout
+        differs from the compiled one (see the module docstring). Outputs share Kiln's memory.
+
+        Arguments are the model's, as it was exported (kiln.input_tree): by position or by the
+        names of its parameters (``input_ids=...``), nested as they were (a list of tensors, a
+        dict). The method's inputs flattened in order (``MethodMeta.inputs``) are accepted as
+        well. A call that fits neither raises TypeError naming the method and the argument.
 
         ``output``: "numpy" (default) or "torch".
+
+        ``structure``: what is returned.
+          * "flat" (default): the list of the method's outputs, in order (``MethodMeta.outputs``);
+          * "names": a dict of the same outputs by name (their paths in the model's output,
+            "last_hidden_state", "past_key_values.0.1");
+          * "tree": the model's output as the model returned it (kiln.output_tree.rebuild): a
+            tensor, or tuples, lists and dicts with the outputs, None and constants in place;
+            named containers (Hugging Face ModelOutput, namedtuples, dataclasses) are dicts.
+            ValueError for a method whose program records no output structure.
         """
         if output not in ("numpy", "torch"):
             raise ValueError(f"output must be 'numpy' or 'torch', got {output!r}")
+        if structure not in ("flat", "names", "tree"):
+            raise ValueError(f"structure must be 'flat', 'names' or 'tree', got {structure!r}")
+        call = self._call_spec(name)
+        inputs = call.flatten(inputs, kwargs)
         lib = self._lib
         handles: list[ctypes.c_void_p] = []
         streams = _StreamCheck()
@@ -743,9 +833,17 @@ class Module:
             results = []
             for i in range(n_outputs.value):
                 results.append(_from_kiln_tensor(lib, _P(outputs[i]), output))
-            return results
         finally:
             lib.kiln_tensor_array_free(outputs, n_outputs.value)
+        return call.arrange(results, structure)
+
+    def _call_spec(self, name: str) -> "_CallSpec":
+        """The method's argument and output structure, read once per method: a program does not
+        change under a Module."""
+        call = self._call_specs.get(name)
+        if call is None:
+            call = self._call_specs[name] = _CallSpec(name, self.method_meta(name))
+        return call
 
     def _refuse_copy_of_written_input(self, name: str, index: int, why: str) -> None:
         """An input the method writes in place (a KV cache) must reach Kiln as it is: passed as
@@ -759,9 +857,12 @@ class Module:
                             "method's writes would go to the copy and be lost; pass a writable array with "
                             "non-negative strides and keep it across calls")
 
-    def forward(self, *inputs: Any, output: str = "numpy") -> list[Any]:
-        """``execute("forward", inputs)``."""
-        return self.execute("forward", list(inputs), output=output)
+    def forward(self, *args: Any, output: str = "numpy", structure: str = "flat", **kwargs: Any) -> Any:
+        """``execute("forward", args, output, kwargs=kwargs, structure=structure)``: the model's
+        arguments by position or by name (``module.forward(input_ids=ids, attention_mask=mask)``).
+        A model input named ``output`` or ``structure`` is passed through ``execute``'s
+        ``kwargs``."""
+        return self.execute("forward", args, output=output, kwargs=kwargs, structure=structure)
 
     __call__ = forward
 

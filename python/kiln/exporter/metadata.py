@@ -10,6 +10,7 @@ library is checked against the contract before anything is packed.
 from __future__ import annotations
 
 import dataclasses
+import json
 import platform
 import sys
 from typing import Any
@@ -27,8 +28,11 @@ from torch.export.graph_signature import (
 from kiln.spec import DimSpec, TensorSpec
 
 __all__ = [
+    "INPUT_TREE_KEY",
+    "InputPlan",
     "dtype_name",
     "input_specs",
+    "plan_inputs",
     "output_specs",
     "user_input_values",
     "program_metadata",
@@ -122,11 +126,136 @@ def user_input_values(ep: ExportedProgram) -> list[Any]:
     return values
 
 
-def input_specs(ep: ExportedProgram) -> list[TensorSpec]:
+#: Method metadata key: the model's input structure as JSON (see kiln.input_tree).
+INPUT_TREE_KEY = "input_tree"
+
+#: Constants an input tree holds as JSON values; any other constant is kept as its repr.
+_JSON_CONSTANTS = (type(None), bool, int, float, str)
+
+
+@dataclasses.dataclass
+class InputPlan:
+    """How the caller's arguments map to the method's inputs: ``names`` (one per tensor input,
+    in order: the input's path in the arguments, "input_ids", "past_key_values.0.1"),
+    ``placeholders`` (the graph's name for each of them, "past_key_values_0_1") and ``tree``
+    (the JSON record of kiln.input_tree)."""
+
+    names: list[str]
+    placeholders: list[str]
+    tree: dict
+
+    def tree_json(self) -> str:
+        return json.dumps(self.tree, separators=(",", ":"), allow_nan=False)
+
+
+def _argument_names(ep: ExportedProgram, arg_specs: list, kwarg_names: list, user: list) -> list[str]:
+    """Names of the positional arguments. torch.export records the forward's parameter names
+    (positional ones, then the keyword ones as passed); where that record is missing or does
+    not fit the call (a program serialized by an older torch), a positional argument that is
+    one tensor takes its placeholder's name and any other "arg<i>"."""
+    n_args = len(arg_specs)
+    try:
+        recorded = [str(n) for n in ep.module_call_graph[0].signature.forward_arg_names or []]
+    except (AttributeError, IndexError):
+        recorded = []
+    if (len(recorded) == n_args + len(kwarg_names) and recorded[n_args:] == [str(k) for k in kwarg_names]
+            and len(set(recorded)) == len(recorded)):
+        return recorded[:n_args]
+    names, offset = [], 0
+    for i, spec in enumerate(arg_specs):
+        arg = user[offset] if offset < len(user) else None
+        names.append(arg.name if spec.is_leaf() and isinstance(arg, TensorArgument) else f"arg{i}")
+        offset += spec.num_leaves
+    return names
+
+
+def _children(spec) -> list:
+    # children() is torch >= 2.10's accessor; children_specs the older (now deprecated) one.
+    return list(spec.children() if callable(getattr(spec, "children", None)) else spec.children_specs)
+
+
+def plan_inputs(ep: ExportedProgram, method: str = "forward") -> InputPlan:
+    """The method's input structure, read from the program's ``call_spec.in_spec``: the
+    positional and keyword arguments, each a tree whose leaves are the method's tensor inputs
+    (``{"input": i}``) or the constants export compiled in (``{"constant": value}``: None, an
+    int, a flag), in the containers they were passed in (list, tuple, dict)."""
+    import math
+
+    from kiln.exporter.passes.outputs import _walk
+
+    user = [s.arg for s in ep.graph_signature.input_specs if s.kind == InputKind.USER_INPUT]
+    root = ep.call_spec.in_spec
+    if root is None or root.num_children != 2:  # no structure recorded: the inputs as positional arguments
+        from torch.utils import _pytree as pytree
+
+        root = pytree.tree_structure(((0,) * len(user), {}))
+    args_spec, kwargs_spec = _children(root)
+    kwarg_names = list(kwargs_spec.context) if kwargs_spec.num_children else []
+    arg_specs, kw_specs = _children(args_spec), _children(kwargs_spec)
+    arg_names = _argument_names(ep, arg_specs, kwarg_names, user)
+
+    paths: list[tuple] = []
+    arg_nodes = [[str(n), _walk(s, (str(n),), paths)] for n, s in zip(arg_names, arg_specs)]
+    kw_nodes = [[str(k), _walk(s, (str(k),), paths)] for k, s in zip(kwarg_names, kw_specs)]
+    if len(paths) != len(user):
+        raise RuntimeError(
+            f"method {method!r}: the program's input structure has {len(paths)} leaves but its graph "
+            f"takes {len(user)} user inputs"
+        )
+    leaf_nodes: list[dict] = []
+    names: list[str] = []
+    placeholders: list[str] = []
+    seen: set[str] = set()
+    for path, arg in zip(paths, user):
+        if isinstance(arg, TensorArgument):
+            # Metadata mutated_inputs lists input names separated by commas, so a key holding
+            # one is spelt with "_" in the name (the tree still matches the caller's key).
+            name = ".".join(str(k) for k in path).replace(",", "_")
+            if name in seen:  # keys holding "." could make two paths read alike
+                name = f"{name}#{len(names)}"
+            seen.add(name)
+            leaf_nodes.append({"input": len(names)})
+            names.append(name)
+            placeholders.append(arg.name)
+        elif isinstance(arg, ConstantArgument):
+            v = arg.value
+            if isinstance(v, float) and not math.isfinite(v):
+                leaf_nodes.append({"constant": repr(v), "float": True})  # JSON has no inf/nan
+            elif isinstance(v, _JSON_CONSTANTS):
+                leaf_nodes.append({"constant": v})
+            else:
+                leaf_nodes.append({"constant": repr(v), "repr": True})
+        else:
+            leaf_nodes.append({"unsupported": type(arg).__name__})  # refused by user_input_values
+
+    def fill(node: dict) -> dict:
+        if "leaf" in node:
+            return leaf_nodes[node["leaf"]]
+        out = dict(node)
+        for k in ("list", "tuple"):
+            if k in out:
+                out[k] = [fill(c) for c in out[k]]
+        if "dict" in out:
+            out["dict"] = [[key, fill(c)] for key, c in out["dict"]]
+        return out
+
+    tree = {
+        "version": 1,
+        "inputs": names,
+        "args": [[n, fill(c)] for n, c in arg_nodes],
+        "kwargs": [[n, fill(c)] for n, c in kw_nodes],
+    }
+    return InputPlan(names=names, placeholders=placeholders, tree=tree)
+
+
+def input_specs(ep: ExportedProgram, plan: InputPlan | None = None) -> list[TensorSpec]:
     """Contract of the user inputs, in call order (constants are baked in and omitted), each
-    with the layout the library is compiled for (``dim_order``, see input_dim_order)."""
+    named by its path in the arguments (see plan_inputs) and with the layout the library is
+    compiled for (``dim_order``, see input_dim_order)."""
     nodes = _placeholders(ep)
     ranges = dict(ep.range_constraints)
+    plan = plan if plan is not None else plan_inputs(ep)
+    names = dict(zip(plan.placeholders, plan.names))
     specs = []
     for spec in ep.graph_signature.input_specs:
         if spec.kind != InputKind.USER_INPUT or isinstance(spec.arg, ConstantArgument):
@@ -134,8 +263,9 @@ def input_specs(ep: ExportedProgram) -> list[TensorSpec]:
         if not isinstance(spec.arg, TensorArgument):
             raise NotImplementedError(f"user input {spec.arg!r} is not a tensor")
         val = nodes[spec.arg.name].meta.get("val")
-        tensor_spec = _tensor_spec(spec.arg.name, val, ranges, "input")
-        specs.append(dataclasses.replace(tensor_spec, dim_order=input_dim_order(spec.arg.name, val)))
+        name = names.get(spec.arg.name, spec.arg.name)
+        tensor_spec = _tensor_spec(name, val, ranges, "input")
+        specs.append(dataclasses.replace(tensor_spec, dim_order=input_dim_order(name, val)))
     return specs
 
 
@@ -204,8 +334,9 @@ def output_specs(ep: ExportedProgram) -> list[TensorSpec]:
     return plan_outputs(ep).specs
 
 
-def mutated_user_inputs(ep: ExportedProgram) -> list[str]:
-    """Names of the user inputs the graph writes in place (in input order). AOTInductor
+def mutated_user_inputs(ep: ExportedProgram, plan: InputPlan | None = None) -> list[str]:
+    """Names of the user inputs the graph writes in place (in input order; the names of the
+    method's inputs, see plan_inputs). AOTInductor
     compiles such writes into the caller's input buffers, so the runtime must pass those
     inputs as they are (metadata ``mutated_inputs``). A functional graph records them as
     USER_INPUT_MUTATION outputs; export's default IR keeps the in-place ops instead, so
@@ -223,7 +354,8 @@ def mutated_user_inputs(ep: ExportedProgram) -> list[str]:
             root = _view_root(value)
             if root is not None and root.op == "placeholder":
                 written.add(root.name)
-    return [spec.arg.name for spec in ep.graph_signature.input_specs
+    names = dict(zip(plan.placeholders, plan.names)) if plan is not None else {}
+    return [names.get(spec.arg.name, spec.arg.name) for spec in ep.graph_signature.input_specs
             if spec.kind == InputKind.USER_INPUT and isinstance(spec.arg, TensorArgument)
             and spec.arg.name in written]
 

@@ -385,7 +385,8 @@ class AotiBackend:
         with self.extra_compile_context(specs):  # a re-trace, as for the decompositions above
             ep, written_parameters = outputs_mod.strip_parameter_writes(ep, method_name, progress=prog)
         plan = outputs_mod.plan_outputs(ep, method_name)
-        inputs = md.input_specs(ep)
+        input_plan = md.plan_inputs(ep, method_name)
+        inputs = md.input_specs(ep, input_plan)
         outputs = plan.specs
         flat = md.user_input_values(ep)
         args, kwargs = pytree.tree_unflatten(flat, ep.call_spec.in_spec)
@@ -437,9 +438,10 @@ class AotiBackend:
                 ),
                 "shim_imports": ",".join(shim_imports),
             }
-            mutated = md.mutated_user_inputs(ep)
+            mutated = md.mutated_user_inputs(ep, input_plan)
             if mutated:
                 meta["mutated_inputs"] = ",".join(mutated)
+            meta[md.INPUT_TREE_KEY] = input_plan.tree_json()
             meta[outputs_mod.OUTPUT_TREE_KEY] = plan.tree_json()
             if written_parameters:
                 meta[outputs_mod.WRITTEN_PARAMETERS_KEY] = ",".join(written_parameters)
