@@ -32,10 +32,18 @@ def relative_error(actual, expected) -> float:
     return (actual - expected).abs().max().item() / scale
 
 
-def compare(model, fresh_inputs: list[tuple], run_kiln: Callable[[tuple], list], tolerance: float) -> tuple[float, list[str]]:
+def compare(model, fresh_inputs: list[tuple], run_kiln: Callable[[tuple], list], tolerance: float,
+            reference: Callable[[tuple], list] | None = None,
+            notes: list[str] | None = None) -> tuple[float, list[str]]:
     """Runs eager and Kiln on every input tuple; returns (max relative error, problems) where a
     problem is a wrong output count, shape, dtype, a non-finite Kiln output where eager's is
-    finite, or an error over `tolerance`."""
+    finite, or an error over `tolerance`.
+
+    `reference` (for low-precision runs) gives the same model's outputs in float32. An output
+    over `tolerance` is then accepted when Kiln is about as close to the float32 model as eager
+    is (within 1.5x eager's distance + 5e-3, the MoE suite's rule): a bfloat16 model whose
+    routing or masks tie within rounding differs from eager by more than the bound while being
+    no less accurate. Each output accepted that way adds a line to `notes`."""
     import torch
 
     problems, worst = [], 0.0
@@ -44,6 +52,7 @@ def compare(model, fresh_inputs: list[tuple], run_kiln: Callable[[tuple], list],
             expected = model(*inputs)
         expected = list(expected) if isinstance(expected, (tuple, list)) else [expected]
         actual = run_kiln(inputs)
+        exact = None
         sizes = "x".join(str(tuple(x.shape)) for x in inputs)
         if len(actual) != len(expected):
             problems.append(f"inputs {sizes}: {len(actual)} outputs, eager has {len(expected)}")
@@ -59,8 +68,23 @@ def compare(model, fresh_inputs: list[tuple], run_kiln: Callable[[tuple], list],
                 continue
             err = relative_error(a, e)
             worst = max(worst, err)
-            if not err <= tolerance:
-                problems.append(f"inputs {sizes} output {i}: relative error {err:.3g} > {tolerance:g}")
+            if err <= tolerance:
+                continue
+            if reference is not None:
+                if exact is None:
+                    with torch.no_grad():
+                        exact = reference(inputs)
+                    exact = list(exact) if isinstance(exact, (tuple, list)) else [exact]
+                kiln_err, eager_err = relative_error(a, exact[i]), relative_error(e, exact[i])
+                if kiln_err <= 1.5 * eager_err + 5e-3:
+                    if notes is not None:
+                        notes.append(f"inputs {sizes} output {i}: {err:.3g} from eager, but as close to the "
+                                     f"float32 model ({kiln_err:.3g}) as eager ({eager_err:.3g})")
+                    continue
+                problems.append(f"inputs {sizes} output {i}: relative error {err:.3g} > {tolerance:g}, "
+                                f"{kiln_err:.3g} from the float32 model (eager {eager_err:.3g})")
+                continue
+            problems.append(f"inputs {sizes} output {i}: relative error {err:.3g} > {tolerance:g}")
     return worst, problems
 
 
