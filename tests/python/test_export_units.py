@@ -524,25 +524,34 @@ def _targets(gm):
     return {str(n.target) for n in gm.graph.nodes if n.op == "call_function"}
 
 
-def test_passes_and_decompositions_run_before_compile(monkeypatch):
+def test_passes_run_before_compile_and_decompositions_inside_it(monkeypatch):
     import torch
+    from torch._inductor import compile_fx
 
     seen = {}
 
     def fake_aot_compile(gm, args, kwargs=None, *, options=None):
         seen["targets"] = _targets(gm)
+        seen["relu_decomposition"] = compile_fx.select_decomp_table().get(torch.ops.aten.relu.default)
         seen["options"] = options
         seen["arg_shapes"] = [tuple(a.shape) for a in args]
         raise _StopBeforeCompile
 
     monkeypatch.setattr(torch._inductor, "aot_compile", fake_aot_compile)
+    before = compile_fx.select_decomp_table
     model = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU()).eval()
     ep = torch.export.export(model, (torch.randn(2, 3),), dynamic_shapes=({0: torch.export.Dim("b", max=9)},))
     log = []
     with pytest.raises(_StopBeforeCompile):
         _ReluToClampBackend(log).preprocess("forward", ep, {"tag": "t1"})
     assert log == [("pass", "t1")]
-    assert "aten.clamp_min.default" in seen["targets"] and "aten.relu.default" not in seen["targets"]
+    # The program reaches Inductor as exported; Inductor's table holds the backend's
+    # decomposition while it compiles, and its own table is back afterwards.
+    assert "aten.relu.default" in seen["targets"]
+    assert seen["relu_decomposition"] is not None
+    assert seen["relu_decomposition"](torch.tensor([-1.0, 2.0])).tolist() == [0.0, 2.0]
+    assert compile_fx.select_decomp_table is before
+    assert torch.ops.aten.relu.default not in before()
     assert seen["options"]["aot_inductor.link_libtorch"] is False
     assert os.path.basename(seen["options"]["aot_inductor.output_path"]).startswith("kiln_export_forward_")
     # The example input stays symbolic in the batch dim (dynamic shape preserved).
@@ -552,7 +561,7 @@ def test_passes_and_decompositions_run_before_compile(monkeypatch):
     assert shape[1] == 3 and ss.is_symbolic(shape[0])
 
 
-def test_decompositions_skipped_when_no_table_op_occurs(monkeypatch):
+def test_decompositions_do_not_retrace_the_exported_program(monkeypatch):
     import torch
 
     calls = []
@@ -563,7 +572,8 @@ def test_decompositions_skipped_when_no_table_op_occurs(monkeypatch):
         lambda self, *a, **k: calls.append(1) or real(self, *a, **k),
     )
     monkeypatch.setattr(torch._inductor, "aot_compile", lambda *a, **k: (_ for _ in ()).throw(_StopBeforeCompile()))
-    ep = torch.export.export(torch.nn.Linear(3, 5), (torch.randn(2, 3),))  # no relu
+    model = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU()).eval()
+    ep = torch.export.export(model, (torch.randn(2, 3),))
     with pytest.raises(_StopBeforeCompile):
         _ReluToClampBackend([]).preprocess("forward", ep, {})
     assert calls == []

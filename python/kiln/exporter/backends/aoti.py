@@ -257,7 +257,11 @@ class AotiBackend:
         return {n for n in names if shim_device(n) in (None, dev)}
 
     def decomposition_table(self, compile_specs: dict[str, Any]) -> dict:
-        """Ops to decompose before compiling (run only if one occurs in the graph)."""
+        """Decompositions Inductor applies while it compiles the method, on top of its own
+        table: ops the library must not call as fallbacks. Applied in Inductor's own trace,
+        not by re-tracing the exported program (ExportedProgram.run_decompositions), which
+        rewrites unrelated parts of the graph: BEiT's relative position index, built by
+        writes into a new tensor, then fails in Inductor's lowering (torch 2.11)."""
         return {}
 
     def aoti_compile_options(self, compile_specs: dict[str, Any]) -> dict[str, Any]:
@@ -373,13 +377,6 @@ class AotiBackend:
                 result = p(ep)
                 ep = result if result is not None else ep
 
-        table = self.decomposition_table(specs)
-        if table and _graph_uses_any(ep, table):
-            # Retraced in the compile context, so ops whose kernel choice depends on it
-            # (fused attention) keep the output layout the compiled graph will see.
-            with prog.stage(f"{method_name}: decompositions"), self.extra_compile_context(specs):
-                ep = ep.run_decompositions(table)
-
         # What the library will return: parameter writes taken out of the program (AOTInductor
         # would return them as extra outputs), then one output per tensor leaf.
         with self.extra_compile_context(specs):  # a re-trace, as for the decompositions above
@@ -397,7 +394,8 @@ class AotiBackend:
         try:
             options = {**options, "aot_inductor.output_path": out_dir}
             with prog.stage(f"{method_name}: aot compile ({device})"):
-                with torch.no_grad(), self.extra_compile_context(specs):
+                with torch.no_grad(), self.extra_compile_context(specs), \
+                        _inductor_decompositions(self.decomposition_table(specs)):
                     gm = outputs_mod.module_to_compile(ep, plan)
                     try:
                         produced = torch._inductor.aot_compile(gm, tuple(args), kwargs or None, options=options)
@@ -474,15 +472,27 @@ class AotiBackend:
         )
 
 
-def _graph_uses_any(ep, table: dict) -> bool:
-    keys = set(table)
-    for node in ep.graph.nodes:
-        if node.op != "call_function":
-            continue
-        t = node.target
-        if t in keys or getattr(t, "overloadpacket", None) in keys:
-            return True
-    return False
+@contextlib.contextmanager
+def _inductor_decompositions(table: dict):
+    """Inductor's compile traces with its decomposition table and `table` on top. compile_fx
+    takes the table from select_decomp_table at each compile; the module-level table cannot
+    be extended instead, as select_decomp_table returns a copy made at its first call."""
+    if not table:
+        yield
+        return
+    from torch._inductor import compile_fx
+
+    original = getattr(compile_fx, "select_decomp_table", None)
+    if original is None:
+        raise RuntimeError(
+            "kiln: this torch's Inductor has no compile_fx.select_decomp_table, through which "
+            "Kiln adds its decompositions; the exporter supports torch 2.11"
+        )
+    compile_fx.select_decomp_table = lambda: {**original(), **table}
+    try:
+        yield
+    finally:
+        compile_fx.select_decomp_table = original
 
 
 def _pick(files: list[str], out_dir: str, suffix: str, required: bool) -> str | None:

@@ -12,8 +12,9 @@ A transposed convolution is the plain convolution of the input with zeros insert
 between its elements (stride - 1 of them), padded by dilation * (kernel - 1) - padding,
 with the kernel flipped and its in/out channels swapped within each group.
 
-Used through :func:`convolution_decompositions` as an ``ExportedProgram.run_decompositions``
-table; correctness is checked against eager convolutions in tests/python/test_conv_decomposition.py.
+Used through :func:`convolution_decompositions`, a decomposition table (the CUDA backend's
+``decomposition_table``, which Inductor applies while it compiles); correctness is checked
+against eager convolutions in tests/python/test_conv_decomposition.py.
 """
 
 from __future__ import annotations
