@@ -17,6 +17,7 @@ import os
 
 import pytest
 import torch
+from structure_check import assert_same_structure
 
 import kiln
 from kiln.exporter import (
@@ -41,27 +42,6 @@ def _module(path):
     module = Module(str(path))
     module.load()
     return module
-
-
-def _assert_same_structure(got, want, where="output"):
-    """``got`` (rebuilt from Kiln's outputs) equals eager's ``want``: same containers, same
-    constants, tensors within fp32 tolerance. Named containers come back as dicts."""
-    if isinstance(want, torch.Tensor):
-        assert isinstance(got, torch.Tensor), f"{where}: {type(got).__name__} instead of a tensor"
-        assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape), where
-        torch.testing.assert_close(got, want.detach(), rtol=RTOL, atol=ATOL, msg=where)
-    elif isinstance(want, dict) or hasattr(want, "keys"):
-        assert isinstance(got, dict), f"{where}: {type(got).__name__} instead of a dict"
-        assert list(got) == list(want.keys()), where
-        for k in want.keys():
-            _assert_same_structure(got[k], want[k], f"{where}.{k}")
-    elif isinstance(want, (list, tuple)):
-        assert type(got) is type(want), f"{where}: {type(got).__name__} instead of {type(want).__name__}"
-        assert len(got) == len(want), where
-        for i, (g, w) in enumerate(zip(got, want)):
-            _assert_same_structure(g, w, f"{where}.{i}")
-    else:
-        assert got == want and type(got) is type(want), f"{where}: {got!r} != {want!r}"
 
 
 # ---- every kind of output in one model --------------------------------------------------
@@ -140,7 +120,7 @@ def test_zoo_runs_like_eager_on_fresh_inputs(zoo):
         assert len(outs) == len(ZOO_TENSOR_OUTPUTS)
         with torch.no_grad():
             want = reference(x.clone(), cache)  # writes `cache` and reference.steps
-        _assert_same_structure(rebuild(tree, outs), want, f"call {call}")
+        assert_same_structure(rebuild(tree, outs), want, f"call {call}")
         # The caller's input was written in place, as eager writes it.
         torch.testing.assert_close(kiln_cache, cache, rtol=RTOL, atol=ATOL)
         # Repeated tensors come back as distinct tensors (the runtime owns each handle once);
@@ -206,7 +186,7 @@ def test_rwkv_loads_and_matches_eager(rwkv):
             want = reference(ids)
         got = rebuild(meta.metadata["output_tree"], outs)
         assert list(got) == ["logits", "state"]
-        _assert_same_structure(got, want, f"call {call}")
+        assert_same_structure(got, want, f"call {call}")
 
 
 # ---- refused at export ------------------------------------------------------------------------

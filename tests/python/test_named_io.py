@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from structure_check import assert_same_structure
 
 import kiln
 from kiln.exporter import CpuBackend
@@ -27,37 +28,16 @@ REPO = Path(__file__).resolve().parents[2]
 CLI = os.environ.get("KILN_CLI", str(REPO / "build" / "kiln"))
 
 
+def _close(got, want, where):
+    assert_same_structure(got, want, where, RTOL, ATOL)
+
+
 def _module(path):
     from kiln.runtime import Module
 
     module = Module(str(path))
     module.load()
     return module
-
-
-def _close(got, want, where):
-    assert isinstance(got, torch.Tensor), f"{where}: {type(got).__name__} instead of a tensor"
-    assert got.dtype == want.dtype and tuple(got.shape) == tuple(want.shape), where
-    torch.testing.assert_close(got, want.detach(), rtol=RTOL, atol=ATOL, msg=where)
-
-
-def _assert_same_structure(got, want, where="output"):
-    """``got`` equals eager's ``want``: same containers (named ones as dicts), same constants,
-    tensors within fp32 tolerance."""
-    if isinstance(want, torch.Tensor):
-        _close(got, want, where)
-    elif isinstance(want, dict) or hasattr(want, "keys"):
-        assert isinstance(got, dict), f"{where}: {type(got).__name__} instead of a dict"
-        assert list(got) == list(want.keys()), where
-        for k in want.keys():
-            _assert_same_structure(got[k], want[k], f"{where}.{k}")
-    elif isinstance(want, (list, tuple)):
-        assert type(got) is type(want), f"{where}: {type(got).__name__} instead of {type(want).__name__}"
-        assert len(got) == len(want), where
-        for i, (g, w) in enumerate(zip(got, want)):
-            _assert_same_structure(g, w, f"{where}.{i}")
-    else:
-        assert got == want, where
 
 
 # ---- a tiny BERT exported with keyword inputs -------------------------------------------------
@@ -131,7 +111,7 @@ def test_bert_outputs_by_name_and_in_the_model_structure(bert):
     _close(named["last_hidden_state"], want.last_hidden_state, "names: last_hidden_state")
     _close(named["pooler_output"], want.pooler_output, "names: pooler_output")
     tree = module.forward(input_ids=ids, attention_mask=mask, output="torch", structure="tree")
-    _assert_same_structure(tree, want)  # a ModelOutput comes back as a dict of its fields
+    assert_same_structure(tree, want)  # a ModelOutput comes back as a dict of its fields
 
 
 def test_bert_call_errors_name_the_argument(bert):
@@ -258,7 +238,7 @@ def test_nested_outputs_by_name_and_structure(nested):
     assert list(named) == NESTED_OUTPUTS
     _close(named["output.1.sum"], want[1]["sum"], "names: output.1.sum")
     tree = module.forward(a["x"], a["pair"], a["extras"], gate=a["gate"], output="torch", structure="tree")
-    _assert_same_structure(tree, want)  # (tensor, {"sum": tensor, "parts": [tensor, None]})
+    assert_same_structure(tree, want)  # (tensor, {"sum": tensor, "parts": [tensor, None]})
 
 
 @pytest.mark.parametrize("call, match", [
@@ -310,7 +290,7 @@ def test_program_without_input_tree_is_called_by_input_names(nested):
     for got in (positional, by_name):
         _close(got[0], want[0], "output.0")
         _close(got[1], want[1]["sum"], "output.1.sum")
-    _assert_same_structure(module.forward(*flat, output="torch", structure="tree"), want)
+    assert_same_structure(module.forward(*flat, output="torch", structure="tree"), want)
     with pytest.raises(TypeError, match="argument 'x' is one tensor"):
         module.forward(a["pair"], a["pair"][0], *flat[2:])
 

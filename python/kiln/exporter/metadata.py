@@ -25,6 +25,7 @@ from torch.export.graph_signature import (
     TensorArgument,
 )
 
+from kiln.exporter.tree_record import fill_leaves
 from kiln.spec import DimSpec, TensorSpec
 
 __all__ = [
@@ -229,15 +230,7 @@ def plan_inputs(ep: ExportedProgram, method: str = "forward") -> InputPlan:
             leaf_nodes.append({"unsupported": type(arg).__name__})  # refused by user_input_values
 
     def fill(node: dict) -> dict:
-        if "leaf" in node:
-            return leaf_nodes[node["leaf"]]
-        out = dict(node)
-        for k in ("list", "tuple"):
-            if k in out:
-                out[k] = [fill(c) for c in out[k]]
-        if "dict" in out:
-            out["dict"] = [[key, fill(c)] for key, c in out["dict"]]
-        return out
+        return fill_leaves(node, leaf_nodes.__getitem__)
 
     tree = {
         "version": 1,

@@ -32,6 +32,8 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+from kiln.exporter.tree_record import fill_leaves
+
 __all__ = [
     "ContractMismatchError",
     "LibraryInterface",
@@ -270,24 +272,16 @@ def plan_outputs(ep, method: str = "forward") -> OutputPlan:
             )
         plan.leaves.append(leaf)
 
-    def fill(node: dict) -> dict:
-        if "leaf" in node:
-            leaf = plan.leaves[node["leaf"]]
-            if leaf.kind == "tensor":
-                return {"output": leaf.returned}
-            v = leaf.value
-            if isinstance(v, float) and not math.isfinite(v):
-                return {"constant": repr(v), "float": True}  # JSON has no inf/nan
-            return {"constant": v}
-        out = dict(node)
-        for k in ("list", "tuple"):
-            if k in out:
-                out[k] = [fill(c) for c in out[k]]
-        if "dict" in out:
-            out["dict"] = [[key, fill(c)] for key, c in out["dict"]]
-        return out
+    def leaf_node(index: int) -> dict:
+        leaf = plan.leaves[index]
+        if leaf.kind == "tensor":
+            return {"output": leaf.returned}
+        v = leaf.value
+        if isinstance(v, float) and not math.isfinite(v):
+            return {"constant": repr(v), "float": True}  # JSON has no inf/nan
+        return {"constant": v}
 
-    plan.tree = {"version": 1, "tree": fill(tree), "outputs": [s.name for s in plan.specs]}
+    plan.tree = {"version": 1, "tree": fill_leaves(tree, leaf_node), "outputs": [s.name for s in plan.specs]}
     return plan
 
 
