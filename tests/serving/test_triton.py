@@ -8,14 +8,28 @@ of the build, so a run that cannot check it must not pass."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import models
-from triton_harness import TritonServer
+from triton_harness import REPO_ROOT, TritonServer, write_model
+
+
+def run_cli(*args):
+    """Runs the kiln CLI (KILN_CLI, else the one beside KILN_LIBRARY or in build/)."""
+    cli = os.environ.get("KILN_CLI")
+    if not cli:
+        library = os.environ.get("KILN_LIBRARY")
+        cli = str((Path(library).resolve().parent if library else REPO_ROOT / "build") / "kiln")
+    proc = subprocess.run([cli, *map(str, args)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc
 
 try:
     import tritonclient.grpc as grpcclient
@@ -72,11 +86,19 @@ def server(programs, kiln_modules, tmp_path_factory):
                                                         out_width=models.OUT_FEATURES)
     # A misspelt parameter fails the load instead of being ignored.
     models_dir["mlp_badparam"] = 'backend: "kiln"\nparameters { key: "num_thread" value { string_value: "2" } }\n'
+    # The signature policy from parameters: the signed copy loads, the unsigned program is
+    # refused by Kiln before any library is loaded.
+    keys = tmp_path_factory.mktemp("keys")
+    signed = keys / "mlp-signed.kiln"
+    run_cli("keygen", "--out", keys / "release")
+    run_cli("sign", programs["mlp"][0], "--key", keys / "release.key", "--out", signed)
+    policy = (f'parameters {{ key: "require_signature" value {{ string_value: "true" }} }}\n'
+              f'parameters {{ key: "trusted_keys_file" value {{ string_value: "{keys / "release.pub"}" }} }}\n')
+    models_dir["mlp_signed"] = 'backend: "kiln"\n' + policy
+    models_dir["mlp_unsigned"] = 'backend: "kiln"\n' + policy
+    sources = {"two": programs["two"][0], "mlp_signed": signed}
     for name, config in models_dir.items():
-        program = programs["two" if name == "two" else "mlp"][0]
-        from triton_harness import write_model
-
-        write_model(repo, name, program, config)
+        write_model(repo, name, sources.get(name, programs["mlp"][0]), config)
     with TritonServer(repo, tmp_path_factory.mktemp("log") / "tritonserver.log") as s:
         yield s
 
@@ -132,6 +154,9 @@ def test_server_serves_the_repository(server):
         assert "dims [-1,17]" in index["mlp_badconfig"]["reason"]
         assert index["mlp_badparam"]["state"] == "UNAVAILABLE"
         assert "unknown parameter 'num_thread'" in index["mlp_badparam"]["reason"]
+        assert index["mlp_signed"]["state"] == "READY"
+        assert index["mlp_unsigned"]["state"] == "UNAVAILABLE"
+        assert "kiln IntegrityError" in index["mlp_unsigned"]["reason"], index["mlp_unsigned"]["reason"]
     finally:
         client.close()
 
@@ -155,6 +180,13 @@ def test_config_is_completed_from_the_program(server, kiln_modules):
     scalar = outputs[meta.outputs[1].name]
     assert scalar["data_type"] == "TYPE_FP64"
     assert [int(d) for d in scalar["dims"]] == [1] and scalar["reshape"]["shape"] == []
+
+
+def test_signed_program_serves(server, kiln_modules):
+    meta = kiln_modules["mlp"].method_meta("forward")
+    x = np.full((2, models.IN_FEATURES), 0.5, np.float32)
+    got = http_infer(server, "mlp_signed", [(meta.inputs[0].name, x)]).as_numpy(meta.outputs[0].name)
+    np.testing.assert_array_equal(got, kiln_run(kiln_modules["mlp"], x)[0])
 
 
 @pytest.mark.parametrize("batch", [1, 5, models.MAX_BATCH])
