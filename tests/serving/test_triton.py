@@ -75,7 +75,10 @@ def server(programs, kiln_modules, tmp_path_factory):
     inp, out = mlp_meta.inputs[0].name, mlp_meta.outputs[0].name
     # Configuration filled in by the backend from the program.
     models_dir = {}
-    models_dir["mlp"] = 'backend: "kiln"\ninstance_group [{ kind: KIND_CPU }]\n'
+    # The batcher waits up to 2 ms for more requests, so concurrent clients' requests run
+    # together however fast the server is; auto-complete keeps this and fills in the rest.
+    models_dir["mlp"] = ('backend: "kiln"\ninstance_group [{ kind: KIND_CPU }]\n'
+                         'dynamic_batching { max_queue_delay_microseconds: 2000 }\n')
     models_dir["two"] = 'backend: "kiln"\n'
     # Written out in full, without batching: requests carry the whole shape, and the
     # program's batch bound (64) is Kiln's to enforce.
@@ -165,8 +168,12 @@ def test_config_is_completed_from_the_program(server, kiln_modules):
     client = httpclient.InferenceServerClient(server.http_url)
     try:
         config = client.get_model_config("two")
+        mlp_config = client.get_model_config("mlp")
     finally:
         client.close()
+    # A dynamic_batching the configuration gives is kept as written.
+    assert int(mlp_config["dynamic_batching"]["max_queue_delay_microseconds"]) == 2000
+    assert mlp_config["max_batch_size"] == models.MAX_BATCH
     meta = kiln_modules["two"].method_meta("forward")
     assert config["max_batch_size"] == models.MAX_BATCH  # the program's batch bound
     assert "dynamic_batching" in config
@@ -323,8 +330,8 @@ def test_concurrent_load_has_no_errors_and_flat_memory(server, kiln_modules):
     assert errors == [], errors[:3]
     assert wrong == []  # batched with other clients' requests, every answer is its own rows
     assert after - before < 16 << 20, f"server RSS grew from {before} to {after} bytes over 1200 requests"
-    # Eight clients against one instance queue up, so the dynamic batcher ran requests
-    # together: fewer executions than requests, and the answers above were split right.
+    # Eight clients against one instance with a batcher that waits for more: requests ran
+    # together (fewer executions than requests), and the answers above were split right.
     client = httpclient.InferenceServerClient(server.http_url)
     try:
         (stats,) = client.get_inference_statistics("mlp")["model_stats"]
