@@ -196,16 +196,18 @@ def main():
         print(f"machine: {os.cpu_count()} CPUs, shared by the server and the clients; programs (parameters): {sizes}; "
               f"{args.clients} clients; {args.instances} instances per model; phases of at most {args.seconds} s "
               f"and {args.max_requests} requests", flush=True)
-        def measure_in_process(when):
-            path, _, samples, _ = programs["wide"]
-            rate = in_process(path, samples[SATURATION_ROWS], args.instances, args.seconds, args.max_requests)
-            print(json.dumps({"phase": f"in-process kiln.runtime ({when})", "model": "wide", "rows": SATURATION_ROWS,
+
+        def measure_in_process(program, rows, when):
+            path, _, samples, _ = programs[program]
+            rate = in_process(path, samples[rows], args.instances, args.seconds, args.max_requests)
+            print(json.dumps({"phase": f"in-process kiln.runtime ({when})", "model": program, "rows": rows,
                               "threads": args.instances, "calls_per_s": round(rate, 1)}), flush=True)
             return rate
 
         # Measured before and after the server's phases, and averaged: on a machine shared
-        # with other work, one measurement alone may catch a busier moment.
-        inproc = [measure_in_process("before")]
+        # with other work, one measurement alone may catch a busier moment. The small
+        # program's one-row calls show what a request costs Triton next to a call.
+        inproc = {key: [measure_in_process(*key, "before")] for key in (("wide", SATURATION_ROWS), ("small", 1))}
 
         plan = [("saturation", "wide_plain", "wide", SATURATION_ROWS)]
         for name in PROGRAMS:
@@ -225,10 +227,14 @@ def main():
                 results[model] = phase(server, label, model, rows, inp, out, samples[rows], expected[rows], args)
             rss_end = server.rss()
 
-        inproc.append(measure_in_process("after"))
+        for key, rates in inproc.items():
+            rates.append(measure_in_process(*key, "after"))
+        mean = {key: sum(rates) / len(rates) for key, rates in inproc.items()}
         errors = sum(r["errors"] for r in results.values())
         growth = (rss_end - rss_start) / 2**20
-        summary = {"saturation_ratio": round(results["wide_plain"]["req_per_s"] / (sum(inproc) / len(inproc)), 3)}
+        summary = {"saturation_ratio": round(results["wide_plain"]["req_per_s"] / mean[("wide", SATURATION_ROWS)], 3),
+                   "small_unbatched_over_in_process": round(
+                       results["small_unbatched"]["req_per_s"] / mean[("small", 1)], 3)}
         for name in PROGRAMS:
             summary[f"batching_speedup_{name}"] = round(
                 results[f"{name}_batched"]["req_per_s"] / results[f"{name}_unbatched"]["req_per_s"], 2)
