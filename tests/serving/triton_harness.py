@@ -111,7 +111,7 @@ class TritonServer:
             log = open(self.log_path, "wb")
             try:
                 self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
-                                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                                stdin=subprocess.DEVNULL)
             finally:
                 log.close()
             try:
