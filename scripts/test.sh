@@ -72,7 +72,7 @@ export KILN_CLI="$PWD/$build_dir/kiln"
 export KILN_PARITY_PROGRAM_DIR="$scratch/parity-programs"
 mkdir "$KILN_PARITY_PROGRAM_DIR"
 set +e
-python3 -m pytest -q tests/python tests/ops tests/zoo "$@"
+python3 -m pytest -q tests/python tests/ops tests/zoo tests/serving "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then
