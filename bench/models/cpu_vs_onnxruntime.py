@@ -512,22 +512,43 @@ def kiln_calls_only(name: str, workdir: Path, threads: int, calls: int) -> None:
         prepared.append([t.numpy() for t in make_inputs()])
     for arrays in prepared:
         module.execute("forward", arrays)
-    print("KILN_CALLS_START", flush=True)
+    # The parent attaches perf now and answers, so the profile holds the calls alone.
+    print("KILN_CALLS_READY", flush=True)
+    sys.stdin.readline()
     for arrays in prepared:
         for _ in range(calls):
             module.execute("forward", arrays)
+    # No interpreter teardown (a garbage collection of torch's and transformers' objects) in
+    # the profile: perf follows the process until it exits.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def kiln_perf_profile(name: str, workdir: Path, threads: int, calls: int) -> dict:
-    """Share of Kiln-only calls' CPU samples per library, from `perf record` of a child
-    process (model construction and load included, so the generated kernels' and BLAS's
-    shares are lower bounds)."""
+    """Share of the CPU samples of Kiln-only calls per library and the top symbols, from
+    `perf record` attached to a child process once its model is loaded and warm."""
+    cmd = [sys.executable, __file__, "--kiln-calls-only", name, "--workdir", str(workdir),
+           "--threads", str(threads), "--calls", str(calls)]
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "perf.data"
-        cmd = ["perf", "record", "-q", "-F", "499", "-o", str(data), "--", sys.executable, __file__,
-               "--kiln-calls-only", name, "--workdir", str(workdir), "--threads", str(threads),
-               "--calls", str(calls)]
-        subprocess.run(cmd, check=True, capture_output=True)
+        child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                 text=True)
+        try:
+            for line in child.stdout:
+                if line.startswith("KILN_CALLS_READY"):
+                    break
+            perf = subprocess.Popen(["perf", "record", "-q", "-F", "999", "-o", str(data), "-p", str(child.pid)],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1.0)  # perf needs a moment to open its events before the calls start
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            child.wait()
+            perf.wait(timeout=60)  # perf record -p ends when the process it follows exits
+        finally:
+            if child.poll() is None:
+                child.kill()
+        if child.returncode != 0:
+            raise subprocess.CalledProcessError(child.returncode, cmd)
         report = subprocess.run(["perf", "report", "-i", str(data), "--stdio", "--sort", "dso", "-q"],
                                 check=True, capture_output=True, text=True).stdout
         symbols = subprocess.run(["perf", "report", "-i", str(data), "--stdio", "--sort", "dso,sym", "-q",
