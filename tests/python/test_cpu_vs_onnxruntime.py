@@ -46,3 +46,13 @@ def test_interleaved_rotates_the_order_and_stops_at_the_budget():
     # A budget already spent still leaves 3 rounds.
     times = bench.interleaved(fns, calls=100, warmup=0, budget_s=0.0)
     assert all(t["calls"] == 3 for t in times.values())
+
+
+def test_ratio_svg_draws_each_measured_row_and_skips_failures():
+    rows = [{"model": "m", "input": "1x8", "threads": 1, "error": None, "kiln_over_ort": 1.5, "eager_ms": 3.0,
+             "ort_ms": 1.0},
+            {"model": "broken", "error": "export failed"}]
+    svg = bench.ratio_svg(rows, "t & u")
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert "m 1x8, 1 thr" in svg and "1.50" in svg and "3.00" in svg and "broken" not in svg
+    assert "t &amp; u" in svg
