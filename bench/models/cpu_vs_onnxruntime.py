@@ -458,7 +458,6 @@ def measure(name: str, workdir: Path, thread_counts: list[int], args) -> list[di
             rows.append(row)
             print_row(row)
         module.close()
-        del session
     return rows
 
 
@@ -667,6 +666,13 @@ def main() -> int:
           f"onnxruntime {info.get('onnxruntime')}; load average {info['load_average'][0]:.1f}")
     print(HEADER)
     rows = []
+
+    def save(profiles: dict) -> None:
+        if args.json:
+            Path(args.json).write_text(json.dumps({"machine": info, "calls": args.calls, "warmup": args.warmup,
+                                                   "budget_s": args.budget_s, "rows": rows, "profiles": profiles},
+                                                  indent=1))
+
     for name in names:
         try:
             model_rows = measure(name, workdir, thread_counts, args)
@@ -674,6 +680,7 @@ def main() -> int:
             model_rows = [{"model": name, "error": _one_line(e)}]
             print_row(model_rows[0])
         rows += model_rows
+        save({})  # after every model, so a run cut short keeps what it measured
     profiles = {}
     if args.profile:
         threads = max(thread_counts)
@@ -687,8 +694,7 @@ def main() -> int:
                 profiles[name]["kiln_perf"] = {"error": _one_line(e)}
             print_profile(name, profiles[name])
     if args.json:
-        Path(args.json).write_text(json.dumps({"machine": info, "calls": args.calls, "budget_s": args.budget_s,
-                                               "rows": rows, "profiles": profiles}, indent=1))
+        save(profiles)
         # The plot is SVG written here so that it needs no plotting package (matplotlib is
         # not among the benchmark's requirements).
         svg = Path(args.json).with_suffix(".svg")
