@@ -391,7 +391,7 @@ def export_model(name: str, workdir: Path) -> dict:
 # ------------------------------------------------------------------------------ run
 
 
-def ort_session(path: Path, threads: int, profile_prefix: str | None = None):
+def load_onnx_model(path: Path, threads: int, profile_prefix: str | None = None):
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -405,8 +405,8 @@ def ort_session(path: Path, threads: int, profile_prefix: str | None = None):
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
-def ort_feeds(session, arrays: list[np.ndarray]) -> dict:
-    names = [i.name for i in session.get_inputs()]
+def ort_feeds(model, arrays: list[np.ndarray]) -> dict:
+    names = [i.name for i in model.get_inputs()]
     if len(names) != len(arrays):
         raise ValueError(f"the ONNX model takes {len(names)} inputs ({names}), the module {len(arrays)}")
     return dict(zip(names, arrays))
@@ -428,18 +428,18 @@ def measure(name: str, workdir: Path, thread_counts: list[int], args) -> list[di
         torch.set_num_threads(threads)
         module = Module(str(p["kiln"]))
         module.load({"aoti": {"num_threads": threads}})
-        session = ort_session(p["onnx"], threads)
+        onnx_model = load_onnx_model(p["onnx"], threads)
         for label, make_inputs in spec.points.items():
             torch.manual_seed(1234)
             inputs = make_inputs()
             arrays = [t.numpy() for t in inputs]
-            feeds = ort_feeds(session, arrays)
+            feeds = ort_feeds(onnx_model, arrays)
 
             def kiln_call():
                 return module.execute("forward", arrays)
 
             def ort_call():
-                return session.run(None, feeds)
+                return onnx_model.run(None, feeds)
 
             def eager_call():
                 with torch.no_grad():
@@ -482,13 +482,13 @@ def ort_op_profile(name: str, workdir: Path, threads: int, calls: int) -> dict:
     """ONNX Runtime's own profile: per-op-type share of the node time over `calls` runs."""
     spec = MODELS[name]()
     with tempfile.TemporaryDirectory() as tmp:
-        session = ort_session(paths(workdir, name)["onnx"], threads, profile_prefix=str(Path(tmp) / "ort"))
+        onnx_model = load_onnx_model(paths(workdir, name)["onnx"], threads, profile_prefix=str(Path(tmp) / "ort"))
         for make_inputs in spec.points.values():
             torch.manual_seed(1234)
-            feeds = ort_feeds(session, [t.numpy() for t in make_inputs()])
+            feeds = ort_feeds(onnx_model, [t.numpy() for t in make_inputs()])
             for _ in range(calls):
-                session.run(None, feeds)
-        trace = json.loads(Path(session.end_profiling()).read_text())
+                onnx_model.run(None, feeds)
+        trace = json.loads(Path(onnx_model.end_profiling()).read_text())
     # One profile holds every input's runs; the node events are grouped by op type.
     by_op: dict[str, float] = {}
     for event in trace:
