@@ -76,6 +76,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 sys.path.insert(0, str(ROOT / "examples" / "embed"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "tests" / "gpu"))  # the model wrappers shared with the GPU suites
 
 # The MiniLM weights come from the installed package only, never from a model hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -175,17 +176,9 @@ def whisper_tiny_config():
         attn_implementation="sdpa", use_cache=True)
 
 
-class WhisperEncoder(nn.Module):
-    def __init__(self, whisper):
-        super().__init__()
-        self.encoder = whisper.get_encoder()
-
-    def forward(self, input_features):
-        return self.encoder(input_features=input_features).last_hidden_state
-
-
 def whisper_encoder() -> Spec:
     import transformers as tf
+    from hf_suite_models import WhisperEncoder
 
     torch.manual_seed(0)
     module = WhisperEncoder(tf.WhisperModel(whisper_tiny_config()).eval()).eval()
@@ -221,37 +214,17 @@ def llama_config():
                           attn_implementation="sdpa", use_cache=True)
 
 
-class LlamaStep(nn.Module):
-    """forward(ids [B,T], past_k, past_v [L,B,kv,past,hd]) -> (logits [B,T,vocab], k', v'
-    [L,B,kv,past+T,hd]); prefill passes no cache."""
-
-    def __init__(self, model):
-        super().__init__()
-        self.model = model
-        self.num_layers = model.config.num_hidden_layers
-
-    def forward(self, ids, past_k=None, past_v=None):
-        import transformers as tf
-
-        if past_k is None:
-            cache = tf.DynamicCache()
-        else:
-            cache = tf.DynamicCache([(past_k[i], past_v[i]) for i in range(self.num_layers)])
-        logits = self.model(input_ids=ids, past_key_values=cache, use_cache=True).logits
-        return (logits, torch.stack([layer.keys for layer in cache.layers]),
-                torch.stack([layer.values for layer in cache.layers]))
-
-
 LLAMA_PROMPT = 128
 LLAMA_PAST = 128
 
 
 def _llama() -> tuple[nn.Module, object]:
     import transformers as tf
+    from gpu_bench_models import CausalLmStep
 
     config = llama_config()
     torch.manual_seed(0)
-    return LlamaStep(tf.LlamaForCausalLM(config).eval()).eval(), config
+    return CausalLmStep(tf.LlamaForCausalLM(config).eval()).eval(), config
 
 
 def llama_prefill() -> Spec:

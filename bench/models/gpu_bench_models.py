@@ -211,11 +211,12 @@ def gemma3_config(tiny):
     return config
 
 
-class Gemma3Step(nn.Module):
-    """forward(ids [B,T], past_k, past_v [L,B,kv,past,hd]) -> (logits [B,T,vocab],
-    k', v' [L,B,kv,past+T,hd]); prefill passes no cache tensors. Sliding-window layers
-    keep their full history and the window is applied by the mask, so one layout
-    serves every layer."""
+class CausalLmStep(nn.Module):
+    """One step of a Hugging Face causal LM with its KV cache as tensors (Gemma3 here, Llama in
+    cpu_vs_onnxruntime.py): forward(ids [B,T], past_k, past_v [L,B,kv,past,hd]) ->
+    (logits [B,T,vocab], k', v' [L,B,kv,past+T,hd]); prefill passes no cache tensors.
+    Gemma3's sliding-window layers keep their full history and the window is applied by
+    the mask, so one layout serves every layer."""
 
     def __init__(self, model):
         super().__init__()
@@ -239,7 +240,7 @@ def _gemma3(dtype, device, tiny):
     torch.manual_seed(0)
     with torch.device(device):
         model = tf.Gemma3ForCausalLM(config)
-    return Gemma3Step(model.to(device, dtype).eval()).eval(), config
+    return CausalLmStep(model.to(device, dtype).eval()).eval(), config
 
 
 GEMMA_PAST = 1024
