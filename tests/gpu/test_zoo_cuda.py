@@ -33,6 +33,9 @@ pytestmark = gpu_support.cuda_only
 MODES = {"triton-only": {"triton_only": True}, "fallbacks": {"triton_only": False, "max_autotune": False}}
 DTYPES = {"bf16": "bfloat16", "fp32": "float32"}
 TOLERANCE = {"fp32": 1e-3, "bf16": 2e-2}
+# What Kiln may be farther than eager from the wider model (zoo_report.compare): the bfloat16 rule
+# of the MoE suite; for float32 the tolerance itself.
+SLACK = {"fp32": 1e-3, "bf16": 5e-3}
 KEEP = os.environ.get("KILN_GPU_KEEP")
 REUSE = os.environ.get("KILN_GPU_REUSE") == "1"
 CASES = [(name, dtype, mode) for name in ZOO for dtype in DTYPES for mode in MODES]
@@ -67,6 +70,9 @@ def programs(request, tmp_path_factory) -> dict[tuple, dict]:
     paths = {c: workdir / "{}_{}_{}.kiln".format(*c) for c in cases}
     jobs = {c: (*c, str(paths[c])) for c in cases if not (REUSE and paths[c].is_file())}
     results = zoo_report.export_all(jobs, _export_worker, gpu_support.JOBS)
+    # Many exports autotuning on one GPU at once can exhaust its memory: those run again alone.
+    retry = {c: jobs[c] for c, r in results.items() if r["status"] == "out_of_memory"}
+    results.update(zoo_report.export_all(retry, _export_worker, 1))
     reused = {"status": "ok", "detail": "", "missing": [], "export_s": None}
     return {c: {**results.get(c, reused), "path": paths[c]} for c in cases}
 
@@ -103,11 +109,10 @@ def test_zoo_cuda(case, programs):
             gpu_support.sync()
             return out
 
-        reference, notes = None, []
-        if dtype != "fp32":
-            reference = _float32_reference(built.module)
+        notes: list[str] = []
+        reference = _wider_reference(built.module, torch.float64 if dtype == "fp32" else torch.float32)
         row["max_rel_error"], problems = zoo_report.compare(built.module, fresh, run, TOLERANCE[dtype],
-                                                            reference, notes)
+                                                            reference, notes, slack=SLACK[dtype])
     except Exception as e:
         row.update(status="run_failed", detail=first_line(e))
         raise
@@ -116,16 +121,19 @@ def test_zoo_cuda(case, programs):
     assert not problems, f"{name} {dtype} {mode}: " + "; ".join(problems)
 
 
-def _float32_reference(model):
-    """The same model (its weights widened exactly) in float32, called with floating inputs
-    widened: how far eager's own low-precision run is from it is the measure Kiln's is held to."""
+def _wider_reference(model, dtype):
+    """The same model with its weights widened exactly to `dtype`, called with floating inputs
+    widened, built only when an output is over the tolerance: how far eager's own run is from it
+    is the measure Kiln's is held to."""
     import copy
 
-    import torch
-
-    wide = copy.deepcopy(model).float()
+    built = []
 
     def run(inputs):
-        return wide(*(x.float() if torch.is_tensor(x) and x.is_floating_point() else x for x in inputs))
+        import torch
+
+        if not built:
+            built.append(copy.deepcopy(model).to(dtype))
+        return built[0](*(x.to(dtype) if torch.is_tensor(x) and x.is_floating_point() else x for x in inputs))
 
     return run

@@ -38,3 +38,15 @@ def test_non_finite_and_shape_problems_are_never_excused():
     assert problems and "non-finite" in problems[0]
     _, problems = zoo_report.compare(_const(1.0, 2.0), inputs, _const(1.0, 2.0, 3.0), 2e-2, _const(1.0, 2.0))
     assert problems and "eager" in problems[0]
+
+
+def test_float64_rule_for_float32_runs_uses_the_given_slack():
+    inputs = [(torch.zeros(2),)]
+    exact = lambda inputs: [torch.tensor([1.0, 2.0], dtype=torch.float64)]  # noqa: E731
+    # Eager 0.01 from the float64 model, Kiln 0.005 the other way: 0.015 apart, and more accurate.
+    notes: list[str] = []
+    _, problems = zoo_report.compare(_const(1.0, 2.02), inputs, _const(1.0, 1.99), 1e-3, exact, notes, slack=1e-3)
+    assert problems == [] and len(notes) == 1 and "float64 model" in notes[0]
+    # Eager exact, Kiln 0.004 off: over the tolerance and over 1.5x eager's distance + the slack.
+    _, problems = zoo_report.compare(_const(1.0, 2.0), inputs, _const(1.0, 2.008), 1e-3, exact, [], slack=1e-3)
+    assert len(problems) == 1 and "float64 model" in problems[0]

@@ -667,6 +667,8 @@ def export_model(name: str, path: str, backend: str = "cpu", compile_specs: dict
                           on the same program: an Inductor failure, not Kiln's
       missing_ops         Kiln's exporter refused the library: fallback ops Kiln lacks (`missing`)
       kiln_export_failed  kiln.export failed where stock AOTInductor compiles
+      out_of_memory       either compile ran out of GPU memory: the machine's limit (other exports
+                          autotuning at the same time), which says nothing about the model
 
     Returns {status, detail, missing, export_s}."""
     import kiln
@@ -694,14 +696,20 @@ def export_model(name: str, path: str, backend: str = "cpu", compile_specs: dict
         result.update(status="missing_ops", missing=ops, detail=detail)
     except Exception as e:  # noqa: BLE001
         kiln_error = first_line(e)
-        stock = _stock_aoti_error(ep, os.path.dirname(path))
-        if stock is not None:
+        stock = None if _out_of_memory(kiln_error) else _stock_aoti_error(ep, os.path.dirname(path))
+        if _out_of_memory(kiln_error) or _out_of_memory(stock):
+            result.update(status="out_of_memory", detail=kiln_error if _out_of_memory(kiln_error) else stock)
+        elif stock is not None:
             result.update(status="inductor_failed", detail=stock)
         else:
             result.update(status="kiln_export_failed",
                           detail=f"{kiln_error} (stock AOTInductor compiles it)\n{traceback.format_exc()[-1500:]}")
     result["export_s"] = round(time.monotonic() - t0, 1)
     return result
+
+
+def _out_of_memory(error: str | None) -> bool:
+    return error is not None and "out of memory" in error.lower()
 
 
 def _stock_aoti_error(ep, scratch: str) -> str | None:
