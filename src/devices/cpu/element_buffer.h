@@ -13,6 +13,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/dtype_promotion.h"
 #include "kiln/error.h"
 #include "kiln/tensor.h"
 
@@ -95,10 +96,7 @@ T wrap_mul(T a, T b) {
     return a * b;
 }
 
-/// ATen's result dtype for two tensor operands (torch.result_type): the
-/// higher kind wins (bool < integral < floating < complex); within a kind the
-/// wider type, and int8 with uint8 gives int16; float16 with bfloat16 gives
-/// float32; a complex with a float64 gives complex128.
-DType promote_types(DType a, DType b) noexcept;
+/// torch.promote_types (core/dtype_promotion.h), shared with the CUDA ops.
+using ::kiln::promote_types;
 
 }  // namespace kiln::cpu

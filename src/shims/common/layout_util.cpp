@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <numeric>
 
+#include <string>
+
 #include "kiln/tensor.h"
+#include "shims/common/shim_util.h"
 
 namespace kiln::aoti {
 
@@ -89,6 +92,57 @@ std::vector<int64_t> channels_last_strides(std::span<const int64_t> sizes) {
     s *= sizes[d];
   }
   strides[0] = s;
+  return strides;
+}
+
+Result<std::vector<int64_t>> broadcast_shapes(std::span<const int64_t> a, std::span<const int64_t> b,
+                                              const char* name_a, const char* name_b) {
+  const size_t n = std::max(a.size(), b.size());
+  std::vector<int64_t> out(n, 1);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (da != db && da != 1 && db != 1)
+      return invalid(std::string("the shapes of '") + name_a + "' " + shape_string(a) + " and '" + name_b + "' " +
+                     shape_string(b) + " do not broadcast (dimension " + std::to_string(i) + ")");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+std::vector<int64_t> elementwise_strides(std::span<const int64_t> shape,
+                                         std::span<const std::vector<int64_t>> input_strides) {
+  const int64_t nd = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> perm(static_cast<size_t>(nd));  // perm[0] is the innermost dimension
+  for (int64_t i = 0; i < nd; ++i) perm[static_cast<size_t>(i)] = nd - 1 - i;
+  auto should_swap = [&](int64_t d0, int64_t d1) {
+    for (const std::vector<int64_t>& strides : input_strides) {
+      const int64_t s0 = strides[static_cast<size_t>(d0)], s1 = strides[static_cast<size_t>(d1)];
+      if (s0 == 0 || s1 == 0) continue;
+      if (s0 < s1) return -1;
+      if (s0 > s1) return 1;
+      if (shape[static_cast<size_t>(d0)] > shape[static_cast<size_t>(d1)]) return 1;
+    }
+    return 0;
+  };
+  for (int64_t i = 1; i < nd; ++i) {
+    int64_t d1 = i;
+    for (int64_t d0 = i - 1; d0 >= 0; --d0) {
+      const int c = should_swap(perm[static_cast<size_t>(d0)], perm[static_cast<size_t>(d1)]);
+      if (c > 0) {
+        std::swap(perm[static_cast<size_t>(d0)], perm[static_cast<size_t>(d1)]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  std::vector<int64_t> strides(static_cast<size_t>(nd));
+  int64_t s = 1;
+  for (int64_t d : perm) {
+    strides[static_cast<size_t>(d)] = s;
+    s *= std::max<int64_t>(shape[static_cast<size_t>(d)], 1);
+  }
   return strides;
 }
 

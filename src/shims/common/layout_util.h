@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "kiln/error.h"
 #include "kiln/export.h"
 
 namespace kiln::aoti {
@@ -30,5 +31,19 @@ KILN_API bool strides_like_channels_last(std::span<const int64_t> sizes, std::sp
 /// The strides ATen gives a new 4-d (5-d) tensor allocated channels-last
 /// (channels-last-3d): c10's get_channels_last_strides_2d/_3d.
 KILN_API std::vector<int64_t> channels_last_strides(std::span<const int64_t> sizes);
+
+/// The broadcast of two shapes (aligned at the last dimension), or an error
+/// naming both arguments.
+KILN_API Result<std::vector<int64_t>> broadcast_shapes(std::span<const int64_t> a, std::span<const int64_t> b,
+                                                       const char* name_a, const char* name_b);
+
+/// Strides TensorIterator gives a new result of `shape` computed from inputs
+/// with `input_strides` (each already broadcast to `shape`: stride 0 on a
+/// broadcast dimension): dimensions sorted by the inputs' strides (innermost
+/// first; a stride-0 dimension gives no opinion, equal strides put the
+/// smaller size inside), then packed densely. So a transposed input gives a
+/// transposed result.
+KILN_API std::vector<int64_t> elementwise_strides(std::span<const int64_t> shape,
+                                                  std::span<const std::vector<int64_t>> input_strides);
 
 }  // namespace kiln::aoti

@@ -17,113 +17,16 @@
 
 namespace kiln::cpu {
 
-/// torch.result_type over tensors and double scalars (a Scalar crosses the C
-/// ABI as a double, so it is always a floating wrapped number).
-class ResultType {
- public:
-  void add_tensor(const Tensor& t) {
-    auto& slot = t.dim() > 0 ? dim_ : zero_dim_;
-    slot = slot ? promote_types(*slot, t.dtype()) : t.dtype();
-  }
-  /// A wrapped double counts as the default dtype (float32).
-  void add_double_scalar() {
-    wrapped_ = wrapped_ ? promote_types(*wrapped_, DType::Float32) : DType::Float32;
-  }
+using ::kiln::ResultType;
 
-  /// The result dtype, or an error when it would be a dtype Kiln lacks
-  /// (complex32, from a float16 tensor with a 0-d complex one).
-  Result<DType> dtype() const {
-    std::optional<DType> lower = combine(zero_dim_, wrapped_);
-    if (!lower && !dim_) return aoti::invalid("no operand to take a result dtype from");
-    if (dim_ && lower && !is_complex(*dim_) && is_complex(*lower) && is_floating(*dim_)) {
-      // ATen maps bfloat16 to complex64 here (there is no complex bfloat16).
-      if (*dim_ == DType::Float32 || *dim_ == DType::BFloat16) return DType::Complex64;
-      if (*dim_ == DType::Float64) return DType::Complex128;
-      return aoti::invalid(std::string("the result dtype would be the complex type of ") + dtype_name(*dim_) +
-                           ", which Kiln does not support");
-    }
-    return *combine(dim_, lower);
-  }
+using aoti::broadcast_shapes;
 
- private:
-  // ATen's combine_categories: the higher class wins unless the lower one is
-  // of a higher kind (bool < integral < floating < complex).
-  static std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
-    if (!higher) return lower;
-    if (!lower) return higher;
-    if (is_complex(*higher)) return higher;
-    if (is_complex(*lower)) {
-      if (is_floating(*higher)) {
-        if (*higher == DType::Float64) return DType::Complex128;
-        if (*higher == DType::Float32 || *higher == DType::BFloat16) return DType::Complex64;
-        return lower;  // float16: complex32 is refused in dtype()
-      }
-      return lower;
-    }
-    if (is_floating(*higher)) return higher;
-    if (*higher == DType::Bool || is_floating(*lower)) return promote_types(*higher, *lower);
-    return higher;
-  }
-
-  std::optional<DType> dim_, zero_dim_, wrapped_;
-};
-
-/// The broadcast of two shapes (aligned at the last dimension), or an error
-/// naming both arguments.
-inline Result<std::vector<int64_t>> broadcast_shapes(std::span<const int64_t> a, std::span<const int64_t> b,
-                                                     const char* name_a, const char* name_b) {
-  const size_t n = std::max(a.size(), b.size());
-  std::vector<int64_t> out(n, 1);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (da != db && da != 1 && db != 1)
-      return aoti::invalid(std::string("the shapes of '") + name_a + "' " + aoti::shape_string(a) + " and '" +
-                           name_b + "' " + aoti::shape_string(b) + " do not broadcast (dimension " +
-                           std::to_string(i) + ")");
-    out[i] = da == 1 ? db : da;
-  }
-  return out;
-}
-
-/// Strides TensorIterator gives a new result of `shape` computed from
-/// `inputs` (each already broadcast to `shape`): dimensions sorted by the
-/// inputs' strides (innermost first; a stride-0 dimension gives no opinion,
-/// equal strides put the smaller size inside), then packed densely.
+/// aoti::elementwise_strides for inputs already broadcast to `shape`.
 inline std::vector<int64_t> elementwise_strides(std::span<const int64_t> shape,
                                                 const std::vector<Tensor>& inputs) {
-  const int64_t nd = static_cast<int64_t>(shape.size());
-  std::vector<int64_t> perm(static_cast<size_t>(nd));  // perm[0] is the innermost dimension
-  for (int64_t i = 0; i < nd; ++i) perm[static_cast<size_t>(i)] = nd - 1 - i;
-  auto should_swap = [&](int64_t d0, int64_t d1) {
-    for (const Tensor& t : inputs) {
-      const int64_t s0 = t.stride(d0), s1 = t.stride(d1);
-      if (s0 == 0 || s1 == 0) continue;
-      if (s0 < s1) return -1;
-      if (s0 > s1) return 1;
-      if (shape[static_cast<size_t>(d0)] > shape[static_cast<size_t>(d1)]) return 1;
-    }
-    return 0;
-  };
-  for (int64_t i = 1; i < nd; ++i) {
-    int64_t d1 = i;
-    for (int64_t d0 = i - 1; d0 >= 0; --d0) {
-      const int c = should_swap(perm[static_cast<size_t>(d0)], perm[static_cast<size_t>(d1)]);
-      if (c > 0) {
-        std::swap(perm[static_cast<size_t>(d0)], perm[static_cast<size_t>(d1)]);
-        d1 = d0;
-      } else if (c < 0) {
-        break;
-      }
-    }
-  }
-  std::vector<int64_t> strides(static_cast<size_t>(nd));
-  int64_t s = 1;
-  for (int64_t d : perm) {
-    strides[static_cast<size_t>(d)] = s;
-    s *= std::max<int64_t>(shape[static_cast<size_t>(d)], 1);
-  }
-  return strides;
+  std::vector<std::vector<int64_t>> strides;
+  for (const Tensor& t : inputs) strides.emplace_back(t.strides().begin(), t.strides().end());
+  return aoti::elementwise_strides(shape, strides);
 }
 
 /// A new result of `shape` and `dtype` laid out as TensorIterator would for

@@ -134,6 +134,22 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__thnn_fused_lstm_cell(AtenTensor
                                                                       AtenTensorHandle* ret0, AtenTensorHandle* ret1,
                                                                       AtenTensorHandle* ret2);
 
+// ---- Elementwise arithmetic (add.cpp, mul.cpp, pow.cpp, abs.cpp, angle.cpp, polar.cpp, fill.cpp; complex
+// included): ATen's type promotion and broadcasting, results laid out as TensorIterator would; a 0-d CPU
+// tensor may stand beside CUDA tensors as a scalar.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_add_Tensor(AtenTensorHandle self, AtenTensorHandle other, double alpha, AtenTensorHandle* ret0);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_add_Scalar(AtenTensorHandle self, double other, double alpha, AtenTensorHandle* ret0);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mul_Tensor(AtenTensorHandle self, AtenTensorHandle other, AtenTensorHandle* ret0);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mul_Scalar(AtenTensorHandle self, double other, AtenTensorHandle* ret0);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_pow_Tensor_Tensor(AtenTensorHandle self, AtenTensorHandle exponent, AtenTensorHandle* ret0);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_pow_Tensor_Scalar(AtenTensorHandle self, double exponent, AtenTensorHandle* ret0);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_pow_Scalar(double self, AtenTensorHandle exponent, AtenTensorHandle* ret0);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_abs(AtenTensorHandle self, AtenTensorHandle* ret0);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_angle(AtenTensorHandle self, AtenTensorHandle* ret0);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_polar(AtenTensorHandle abs, AtenTensorHandle angle, AtenTensorHandle* ret0);
+/// Sets every element of `self` in place.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_fill__Scalar(AtenTensorHandle self, double value);
+
 // ---- Scans (cumsum.cpp) and random ops (random.cpp; draw from the method's seed, aoti.seed).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumprod(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
