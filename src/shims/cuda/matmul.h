@@ -1,6 +1,7 @@
 // The matrix products the CUDA product ops share (mm.cpp: mm_out, bmm_out,
-// addmm_out): argument checks and out = alpha * a @ b + beta * addend through
-// cuBLASLt, or the GEMV kernel for few rows (matmul.cpp says when).
+// addmm_out; baddbmm.cpp: baddbmm_out, addbmm; addmv.cpp: addmv): argument
+// checks and out = alpha * a @ b + beta * addend through cuBLASLt, or the
+// GEMV kernel for few rows (matmul.cpp says when).
 #pragma once
 
 #include <cstddef>
