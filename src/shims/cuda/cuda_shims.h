@@ -59,7 +59,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_rms_norm_linear(AtenTensorHandle
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_grouped_mm(AtenTensorHandle input, AtenTensorHandle weight,
                                                            AtenTensorHandle offs, AtenTensorHandle* ret0);
 /// out = self @ mat2 (2-D), cuBLASLt. out is preallocated with the result shape.
-/// mm, addmm, bmm and mm_dtype take float16, bfloat16, float32, float64,
+/// mm, addmm, bmm, mm_dtype, baddbmm, addbmm and addmv take float16, bfloat16, float32, float64,
 /// complex64 and complex128 (no integers, as ATen's CUDA kernels).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                        AtenTensorHandle mat2);
@@ -70,6 +70,19 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, 
 /// out[b] = self[b] @ mat2[b] (3-D).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                         AtenTensorHandle mat2);
+/// out[b] = beta * self + alpha * (batch1[b] @ batch2[b]) (3-D); self
+/// broadcasts to out's shape, out (the caller's) keeps its strides.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                            AtenTensorHandle batch1, AtenTensorHandle batch2,
+                                                            double beta, double alpha);
+/// *ret0 (new, contiguous) = beta * self + alpha * sum_b batch1[b] @ batch2[b].
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addbmm(AtenTensorHandle self, AtenTensorHandle batch1,
+                                                       AtenTensorHandle batch2, double beta, double alpha,
+                                                       AtenTensorHandle* ret0);
+/// *ret0 (new, contiguous) = beta * self + alpha * (mat @ vec).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addmv(AtenTensorHandle self, AtenTensorHandle mat,
+                                                      AtenTensorHandle vec, double beta, double alpha,
+                                                      AtenTensorHandle* ret0);
 /// out = self @ mat2 (2-D) with out of out_dtype: the operands' dtype, or
 /// float32 for float16/bfloat16 operands (their float32 accumulator, unrounded).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mm_dtype_out(AtenTensorHandle out, AtenTensorHandle self,

@@ -31,6 +31,7 @@
 #include "devices/cuda/device/cuda_thread_state.h"
 #include "devices/cuda/device/device_attributes.h"
 #include "devices/cuda/kernels/gemv_kernel.h"
+#include "devices/cuda/kernels/scale_kernel.h"
 #include "shims/cuda/lt_algo_cache.h"
 #include "devices/cuda/device/strided_copy.h"
 #include "shims/cuda/tensor_ref.h"
@@ -331,12 +332,27 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
   const int64_t batch = n == 3 ? out.sizes[0] : 1;
   const int64_t M = out.sizes[n - 2], N = out.sizes[n - 1], K = a.sizes[n - 1];
   if (M == 0 || N == 0 || batch == 0) return Error::Ok;
-  if (K == 0)
-    return set_error(Error::NotSupported, "matrix product with an inner dimension of 0 is not supported on CUDA");
+  const bool fuse = fused != Activation::None;
+  if (K == 0 && fuse)
+    return set_error(Error::NotSupported, describe_product(out.dtype, batch, M, N, K) +
+                                              ": an empty inner dimension leaves nothing to fuse the activation into");
   const int device = out.device_index;
   ScopedDevice scoped(device);
   KILN_RETURN_IF_ERROR(scoped.status());
   cudaStream_t stream = current_stream(device);
+
+  // An empty sum: out = beta * addend, zeros with beta == 0 (the addend is
+  // not read then), as ATen's CUDA products. cuBLASLt takes no k of 0.
+  if (K == 0) {
+    KILN_LOG(Debug, describe_product(out.dtype, batch, M, N, K) + ": empty inner dimension, beta * addend");
+    if (bias.ptr != nullptr && beta != 0.0) {
+      const int64_t bstrides[2] = {0, bias.stride};
+      KILN_RETURN_IF_ERROR(launch_strided_copy(out.data, out.strides.data(), bias.ptr, bstrides, out.sizes.data(), 2,
+                                               out.element_bytes(), stream));
+    }
+    if (beta == 1.0) return Error::Ok;
+    return launch_scale(out.data, out.sizes.data(), out.strides.data(), out.dim(), out.dtype, beta, stream);
+  }
 
   auto view = [&](const TensorRef& t) {
     Mat m{t.data, t.sizes[n - 2], t.sizes[n - 1], t.strides[n - 2], t.strides[n - 1], n == 3 ? t.strides[0] : 0};
@@ -349,7 +365,6 @@ Error matmul_into(const TensorRef& out, const TensorRef& a, const TensorRef& b, 
   // out through its strides directly, so no operand or output is copied.
   const GemvParams g =
       gemv_params(out.dtype, batch, ma, mb, mc, static_cast<float>(alpha), static_cast<float>(beta), bias);
-  const bool fuse = fused != Activation::None;
   const char* no_gemv = fuse                   ? "an activation is fused into the product"
                         : a.dtype != out.dtype ? "out's dtype differs from the operands'"
                                                : gemv_unsupported(g);

@@ -1,6 +1,7 @@
 // The matrix products the CUDA product ops share (mm.cpp: mm_out, bmm_out,
-// addmm_out): argument checks and out = alpha * a @ b + beta * addend through
-// cuBLASLt, or the GEMV kernel for few rows (matmul.cpp says when).
+// addmm_out; baddbmm.cpp: baddbmm_out, addbmm; addmv.cpp: addmv): argument
+// checks and out = alpha * a @ b + beta * addend through cuBLASLt, or the
+// GEMV kernel for few rows (matmul.cpp says when).
 #pragma once
 
 #include <cstddef>
@@ -39,6 +40,8 @@ Error read_product(AtenTensorHandle out_h, AtenTensorHandle a_h, AtenTensorHandl
 /// broadcast over the rows when it is set (2-D only), else out's own value
 /// (with beta != 0, out must hold it already). a and b share a dtype; out's
 /// is the same, or float32 for float16/bfloat16 operands (mm with out_dtype).
+/// An empty inner dimension (k == 0) leaves out = beta * addend, zeros with
+/// beta == 0 (a scale kernel: cuBLASLt takes no k of 0).
 ///
 /// With `fused` other than None, out = fused(alpha * a @ b + bias) in one
 /// cuBLASLt call with a bias-and-activation epilogue, as ATen's

@@ -37,6 +37,38 @@ inline Result<StridedIndexer> indexer(std::span<const int64_t> sizes, std::span<
 }
 inline Result<StridedIndexer> indexer(const TensorRef& t) { return indexer(t.sizes, t.strides); }
 
+/// InvalidArgument unless `t` (argument `name`) has the dtype and device of
+/// `ref` (argument `ref_name`).
+inline Error same_dtype_and_device(const TensorRef& t, const TensorRef& ref, const char* name, const char* ref_name) {
+  if (t.dtype != ref.dtype)
+    return aoti::invalid(std::string("argument '") + name + "' has dtype " + dtype_name(t.dtype) + " but " +
+                         ref_name + " has " + dtype_name(ref.dtype));
+  if (t.device_index != ref.device_index)
+    return aoti::invalid(std::string("argument '") + name + "' is on CUDA device " +
+                         std::to_string(t.device_index) + " but " + ref_name + " on " +
+                         std::to_string(ref.device_index));
+  return Error::Ok;
+}
+
+/// Element strides that read `t` broadcast to `sizes` (dimensions aligned
+/// from the right; a missing or size-1 dimension gets stride 0), or
+/// InvalidArgument naming argument `name` when it does not broadcast.
+inline Result<std::vector<int64_t>> broadcast_strides(const TensorRef& t, std::span<const int64_t> sizes,
+                                                      const char* name) {
+  const auto fail = [&]() -> Error {
+    return aoti::invalid(std::string("argument '") + name + "' " + t.describe() + " does not broadcast to " +
+                         aoti::shape_string(sizes));
+  };
+  if (t.sizes.size() > sizes.size()) return fail();
+  std::vector<int64_t> strides(sizes.size(), 0);
+  const size_t lead = sizes.size() - t.sizes.size();
+  for (size_t i = 0; i < t.sizes.size(); ++i) {
+    if (t.sizes[i] == sizes[lead + i]) strides[lead + i] = t.strides[i];
+    else if (t.sizes[i] != 1) return fail();
+  }
+  return strides;
+}
+
 /// The CUDA device index a factory op's (device, device_index) arguments name:
 /// null device means the current one; a non-CUDA device is an error.
 inline Result<int> factory_device(const int32_t* device, int32_t device_index) {
