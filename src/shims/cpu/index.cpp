@@ -166,37 +166,7 @@ std::vector<int64_t> result_strides(const IndexPlan& plan, const Tensor& self) {
     for (size_t j = 0; j < nb; ++j) full[npre + j] = st[j];
     ops.push_back(std::move(full));
   }
-  auto should_swap = [&](size_t d0, size_t d1) -> int {
-    for (const std::vector<int64_t>& st : ops) {
-      const int64_t s0 = st[d0], s1 = st[d1];
-      if (s0 == 0 || s1 == 0) continue;
-      if (s0 < s1) return -1;
-      if (s0 > s1) return 1;
-      if (plan.result_sizes[d0] > plan.result_sizes[d1]) return 1;
-    }
-    return 0;
-  };
-  std::vector<size_t> perm(n);  // perm[0] is the fastest-moving dimension
-  for (size_t i = 0; i < n; ++i) perm[i] = n - 1 - i;
-  for (size_t i = 1; i < n; ++i) {
-    size_t d1 = i;
-    for (size_t d0 = i; d0-- > 0;) {
-      const int c = should_swap(perm[d0], perm[d1]);
-      if (c > 0) {
-        std::swap(perm[d0], perm[d1]);
-        d1 = d0;
-      } else if (c < 0) {
-        break;
-      }
-    }
-  }
-  std::vector<int64_t> strides(n, 0);
-  int64_t acc = 1;
-  for (size_t p : perm) {
-    strides[p] = acc;
-    acc *= std::max<int64_t>(plan.result_sizes[p], 1);
-  }
-  return strides;
+  return aoti::elementwise_strides(plan.result_sizes, ops);
 }
 
 /// Offsets (in elements, under `t`'s strides) of the elements of `t` (self's
