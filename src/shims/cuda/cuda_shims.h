@@ -163,9 +163,10 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_polar(AtenTensorHandle abs, Aten
 /// Sets every element of `self` in place.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_fill__Scalar(AtenTensorHandle self, double value);
 
-// ---- Advanced indexing (index.cpp): x[idx], x[mask]; masks become coordinates through nonzero (which
+// ---- Advanced indexing (index.cpp): x[idx], x[mask], index_put; masks become coordinates through nonzero (which
 // synchronises); out-of-range indices are an error outside graph capture.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_Tensor(AtenTensorHandle self, const AtenTensorHandle** indices, int64_t indices_len_, AtenTensorHandle* ret0);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_put(AtenTensorHandle self, const AtenTensorHandle** indices, int64_t indices_len_, AtenTensorHandle values, int32_t accumulate, AtenTensorHandle* ret0);
 
 // ---- Scans (cumsum.cpp) and random ops (random.cpp; draw from the method's seed, aoti.seed).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);

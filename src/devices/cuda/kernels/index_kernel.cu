@@ -1,5 +1,10 @@
 #include "devices/cuda/kernels/index_kernel.h"
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <type_traits>
+
 #include "devices/cuda/cuda_check.h"
 
 namespace kiln::cudadev {
@@ -33,11 +38,14 @@ __global__ void index_check_kernel(IndexGather g, IndexSizes shape, int64_t nume
   }
 }
 
-__global__ void index_gather_kernel(IndexGather g, int64_t numel) {
-  for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < numel;
-       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+// The offsets of element k of the indexing result: in the result (at its
+// strides) and in self.
+__device__ void selected_offsets(const IndexGather& g, int64_t k, int64_t& out_off, int64_t& src) {
+  {
     // Row-major coordinates of k over the result: post dims last, then the index shape, then pre dims.
-    int64_t rest = k, out_off = 0, src = 0;
+    int64_t rest = k;
+    out_off = 0;
+    src = 0;
     int64_t bcoord[StridedIndexer::kMaxDims];
     const int n = g.result.ndim;
     for (int d = n - 1; d >= 0; --d) {
@@ -57,9 +65,87 @@ __global__ void index_gather_kernel(IndexGather g, int64_t numel) {
       v = v < 0 ? 0 : (v >= ix.dim_size ? ix.dim_size - 1 : v);
       src += v * ix.self_stride;
     }
+  }
+}
+
+__global__ void index_gather_kernel(IndexGather g, int64_t numel) {
+  for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < numel;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t out_off = 0, src = 0;
+    selected_offsets(g, k, out_off, src);
     const char* from = g.self + src * g.element_bytes;
     char* to = g.out + out_off * g.element_bytes;
     for (int64_t b = 0; b < g.element_bytes; ++b) to[b] = from[b];
+  }
+}
+
+// A narrow integer added atomically through the aligned 32-bit word holding it.
+template <typename T>
+__device__ void atomic_add_narrow(T* p, T v) {
+  const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
+  unsigned int* word = reinterpret_cast<unsigned int*>(addr & ~uintptr_t{3});
+  const unsigned shift = static_cast<unsigned>((addr & 3) * 8);
+  const unsigned mask = (sizeof(T) == 1 ? 0xFFu : 0xFFFFu) << shift;
+  unsigned old = *word, assumed;
+  do {
+    assumed = old;
+    const T cur = static_cast<T>((assumed & mask) >> shift);
+    const unsigned next = static_cast<unsigned>(static_cast<std::make_unsigned_t<T>>(static_cast<T>(cur + v)));
+    old = atomicCAS(word, assumed, (assumed & ~mask) | ((next << shift) & mask));
+  } while (old != assumed);
+}
+
+__device__ void accumulate_element(char* base, DType dtype, int64_t off, const char* vbase, int64_t voff) {
+  switch (dtype) {
+    case DType::Float32: atomicAdd(reinterpret_cast<float*>(base) + off, reinterpret_cast<const float*>(vbase)[voff]); break;
+    case DType::Float64: atomicAdd(reinterpret_cast<double*>(base) + off, reinterpret_cast<const double*>(vbase)[voff]); break;
+    case DType::Float16: atomicAdd(reinterpret_cast<__half*>(base) + off, reinterpret_cast<const __half*>(vbase)[voff]); break;
+    case DType::BFloat16:
+      atomicAdd(reinterpret_cast<__nv_bfloat16*>(base) + off, reinterpret_cast<const __nv_bfloat16*>(vbase)[voff]);
+      break;
+    case DType::Complex64:
+      atomicAdd(reinterpret_cast<float*>(base) + 2 * off, reinterpret_cast<const float*>(vbase)[2 * voff]);
+      atomicAdd(reinterpret_cast<float*>(base) + 2 * off + 1, reinterpret_cast<const float*>(vbase)[2 * voff + 1]);
+      break;
+    case DType::Complex128:
+      atomicAdd(reinterpret_cast<double*>(base) + 2 * off, reinterpret_cast<const double*>(vbase)[2 * voff]);
+      atomicAdd(reinterpret_cast<double*>(base) + 2 * off + 1, reinterpret_cast<const double*>(vbase)[2 * voff + 1]);
+      break;
+    case DType::Int32:
+    case DType::UInt32:
+      atomicAdd(reinterpret_cast<unsigned int*>(base) + off, reinterpret_cast<const unsigned int*>(vbase)[voff]);
+      break;
+    case DType::Int64:
+    case DType::UInt64:
+      atomicAdd(reinterpret_cast<unsigned long long*>(base) + off,
+                reinterpret_cast<const unsigned long long*>(vbase)[voff]);
+      break;
+    case DType::Int16: atomic_add_narrow(reinterpret_cast<int16_t*>(base) + off, reinterpret_cast<const int16_t*>(vbase)[voff]); break;
+    case DType::UInt16: atomic_add_narrow(reinterpret_cast<uint16_t*>(base) + off, reinterpret_cast<const uint16_t*>(vbase)[voff]); break;
+    case DType::Int8: atomic_add_narrow(reinterpret_cast<int8_t*>(base) + off, reinterpret_cast<const int8_t*>(vbase)[voff]); break;
+    case DType::UInt8: atomic_add_narrow(reinterpret_cast<uint8_t*>(base) + off, reinterpret_cast<const uint8_t*>(vbase)[voff]); break;
+    case DType::Bool:
+      // A sum of bools is their OR: every writer that writes, writes 1.
+      if (reinterpret_cast<const uint8_t*>(vbase)[voff] != 0) reinterpret_cast<uint8_t*>(base)[off] = 1;
+      break;
+    default: break;
+  }
+}
+
+__global__ void index_put_kernel(IndexGather g, const char* values, DType dtype, StridedIndexer values_index,
+                                 bool accumulate, int64_t numel) {
+  for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < numel;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t unused = 0, dst = 0;
+    selected_offsets(g, k, unused, dst);
+    const int64_t voff = values_index.offset(k);
+    if (accumulate) {
+      accumulate_element(g.out, dtype, dst, values, voff);
+    } else {
+      const char* from = values + voff * g.element_bytes;
+      char* to = g.out + dst * g.element_bytes;
+      for (int64_t b = 0; b < g.element_bytes; ++b) to[b] = from[b];
+    }
   }
 }
 
@@ -83,6 +169,14 @@ Error launch_index_gather(const IndexGather& g, int64_t numel, cudaStream_t stre
   if (numel == 0) return Error::Ok;
   index_gather_kernel<<<grid(numel), kThreads, 0, stream>>>(g, numel);
   return cuda_status(cudaGetLastError(), "launching the index gather kernel");
+}
+
+Error launch_index_put(const IndexGather& g, const void* values, DType dtype, const StridedIndexer& values_index,
+                       bool accumulate, int64_t numel, cudaStream_t stream) {
+  if (numel == 0) return Error::Ok;
+  index_put_kernel<<<grid(numel), kThreads, 0, stream>>>(g, static_cast<const char*>(values), dtype, values_index,
+                                                          accumulate, numel);
+  return cuda_status(cudaGetLastError(), "launching the index_put kernel");
 }
 
 }  // namespace kiln::cudadev

@@ -1,6 +1,7 @@
 // Advanced indexing on the GPU (x[idx], x[:, i, j], x[mask] once the mask is
 // turned into coordinates): a check of every index value against its
-// dimension, and a gather of the selected elements into a strided result.
+// dimension, a gather of the selected elements into a strided result, and
+// index_put's write (or atomic accumulation) of values into them.
 // The host plans the shapes (shims/cuda/index.cpp); the values never leave
 // the device.
 #pragma once
@@ -51,5 +52,14 @@ Error launch_index_check(const IndexGather& g, const int64_t* index_sizes, int64
 
 /// Gathers the result (out-of-range values are clamped, never read outside self).
 Error launch_index_gather(const IndexGather& g, int64_t numel, cudaStream_t stream);
+
+/// index_put into `g.out`, the clone of self that becomes the result (g's
+/// pre/post/index strides are the clone's; g.result gives the indexing
+/// result's sizes, its strides unused): element k of the
+/// indexing result, in row-major order, is set to (or, with `accumulate`,
+/// atomically incremented by; bool ORs) the value of `values` of `dtype` at
+/// values_index.offset(k). `numel` is the indexing result's element count.
+Error launch_index_put(const IndexGather& g, const void* values, DType dtype, const StridedIndexer& values_index,
+                       bool accumulate, int64_t numel, cudaStream_t stream);
 
 }  // namespace kiln::cudadev
