@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype_promotion.h"
 #include "devices/cuda/kernels/search_kernel.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/op_util.h"
@@ -21,46 +22,11 @@ using namespace kiln::cudadev;
 
 namespace {
 
-bool is_float(DType d) { return is_floating_dtype(d); }
-bool is_int(DType d) { return is_integral_dtype(d) && d != DType::Bool; }
-
-int int_rank(DType d) {
-  switch (d) {
-    case DType::Int8: return 1;
-    case DType::UInt8: return 1;
-    case DType::Int16: return 2;
-    case DType::Int32: return 3;
-    default: return 4;
-  }
-}
-
-// ATen's promote_types over the dtypes the search takes (complex and the wide
-// unsigned ones are refused before).
-DType promote(DType a, DType b) {
-  if (a == b) return a;
-  if (a == DType::Bool) return b;
-  if (b == DType::Bool) return a;
-  if (is_float(a) && is_float(b)) {
-    if (a == DType::Float64 || b == DType::Float64) return DType::Float64;
-    return DType::Float32;  // float32 with anything, or float16 with bfloat16
-  }
-  if (is_float(a)) return a;
-  if (is_float(b)) return b;
-  if ((a == DType::UInt8 && b == DType::Int8) || (a == DType::Int8 && b == DType::UInt8)) return DType::Int16;
-  return int_rank(a) >= int_rank(b) ? (a == DType::UInt8 ? b : a) : b;
-}
-
-// ATen's combine_categories: `dimmed` comes from a tensor with dimensions,
-// `lower` from a 0-d tensor or a Scalar; the lower one only decides the dtype
-// when it is of a higher kind (integral < floating).
-DType combine_categories(DType dimmed, DType lower) {
-  if (is_float(dimmed)) return dimmed;
-  if (dimmed == DType::Bool || is_float(lower)) return promote(dimmed, lower);
-  return dimmed;
-}
-
 // The dtypes ATen's CUDA kernel dispatches on.
-bool searchable(DType d) { return is_float(d) || (is_int(d) && d != DType::UInt16 && d != DType::UInt32 && d != DType::UInt64); }
+bool searchable(DType d) {
+  return is_floating_dtype(d) || (is_integral_dtype(d) && d != DType::Bool && d != DType::UInt16 &&
+                                  d != DType::UInt32 && d != DType::UInt64);
+}
 
 struct Search {
   const TensorRef* boundaries = nullptr;
@@ -108,10 +74,13 @@ Error run_search(const Search& s, AtenTensorHandle* ret0) {
     return aoti::invalid(std::string("argument '") + (t == s.values ? "self" : s.boundaries_name) +
                          "' has dtype " + dtype_name(t->dtype) + ", which " + s.op + " does not support on CUDA");
   }
-  // A Scalar enters type promotion as the default dtype, float32.
-  const DType common = scalar ? combine_categories(bd.dtype, DType::Float32)
-                       : value_dim == 0 ? combine_categories(bd.dtype, s.values->dtype)
-                                        : promote(bd.dtype, s.values->dtype);
+  // ATen's result dtype of the two: a 0-d value tensor, or a Scalar (as the
+  // default dtype, float32), only decides it from a higher dtype class.
+  ResultType rt;
+  rt.add_tensor(bd.dtype, bd.dim());
+  if (scalar) rt.add_double_scalar();
+  else rt.add_tensor(s.values->dtype, value_dim);
+  KILN_ASSIGN_OR_RETURN(const DType common, rt.dtype());
   if (!searchable(common))
     return aoti::invalid(std::string("boundaries and values compare as ") + dtype_name(common) + ", which " + s.op +
                          " does not support on CUDA");
