@@ -7,9 +7,8 @@ transformers' fallback semantics and torch._grouped_mm, at decode sizes (the GEM
 kernel) and prefill sizes (the tensor-core tiles). Model level: tiny Mixtral- and
 Qwen3-MoE-style models (random weights, bfloat16) exported for CUDA and compared with
 eager at prefill and decode lengths, loaded without and with aoti.cuda_graphs. The op keeps
-offs on the device so that a replay would follow new routing, but the routing's histc is
-host-staged in Kiln today, so these models record no graph: the cuda-graphs case checks
-that they run correctly without one (Kiln warns and runs each call directly)."""
+offs on the device, and the routing's histc runs on the device too (nothing is read back),
+so a replay follows new routing: the cuda-graphs case repeats lengths with new tokens."""
 
 from __future__ import annotations
 

@@ -25,6 +25,11 @@ class Case:
     atol: float | None = None
     # A substring the error message must contain: the call must fail cleanly.
     error: str | None = None
+    # For an error a device op can only detect by reading data back to the host
+    # (CUDA ops never synchronise the stream): on devices other than the CPU the
+    # call must succeed, and this checks the documented result instead, as
+    # without_readback(kwargs=..., got=[results]) on CPU copies.
+    without_readback: Callable | None = None
     # Returns whose values depend on tie-breaking ATen does not define (e.g. the
     # indices of equal elements) are compared through `check` instead.
     check: Callable | None = None

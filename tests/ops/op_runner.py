@@ -123,6 +123,10 @@ def run_case(lib: ShimLibrary, function: str, device: str, case: Case, layout: s
         if name in kwargs and name != "self":
             _map(kwargs[name], _poison)
 
+    if case.error is not None and case.without_readback is not None and device != "cpu":
+        got = call_shim(lib, function, device, kwargs)
+        case.without_readback(kwargs=_cpu(kwargs), got=_cpu(got))
+        return
     if case.error is not None:
         with pytest.raises(KilnError) as info:
             call_shim(lib, function, device, kwargs)

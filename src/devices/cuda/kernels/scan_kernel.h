@@ -1,7 +1,7 @@
-// Inclusive scans (cumsum, cumprod) along one dimension on the GPU: one
-// thread block per line, CUB's block scan over tiles with the running total
-// carried between tiles. Input of any dtype and strides, read as int64 or
-// double; output contiguous.
+// Inclusive scans (cumsum, cumprod, logcumsumexp, cummax, cummin) along one
+// dimension on the GPU: one thread block per line, CUB's block scan over
+// tiles with the running result carried between tiles. Input of any dtype
+// and strides, read as int64 or double; output contiguous.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -14,11 +14,22 @@
 
 namespace kiln::cudadev {
 
-enum class ScanOp { Sum, Product };
+/// LogSumExp: the running log(sum(exp(x))) of floating input, in double.
+enum class ScanOp { Sum, Product, LogSumExp };
 
 /// out (contiguous, `out_dtype`) = scan of `in` along the dimension split as
 /// outer x size x inner in row-major order of in_index's sizes.
 Error launch_scan(const void* in, DType in_dtype, const StridedIndexer& in_index, void* out, DType out_dtype,
                   int64_t outer, int64_t size, int64_t inner, ScanOp op, cudaStream_t stream);
+
+/// values (contiguous, in_dtype) and indices (contiguous int64) = the running
+/// maximum (`max`) or minimum of `in` along the dimension split as for
+/// launch_scan, and the position it was last reached at: an element equal to
+/// the running value takes over (ties give the last position) and so does a
+/// NaN, which then stays since nothing compares above it (each later NaN
+/// takes the position over).
+Error launch_cum_extreme(const void* in, DType in_dtype, const StridedIndexer& in_index, void* values,
+                         int64_t* indices, int64_t outer, int64_t size, int64_t inner, bool max,
+                         cudaStream_t stream);
 
 }  // namespace kiln::cudadev

@@ -1,0 +1,81 @@
+// aoti_torch_cuda_histc: counts of elements in `bins` equal-width bins over
+// [min, max], in a new contiguous tensor of self's floating dtype owned by the
+// caller (kernels/search_kernel.cu). As ATen's CUDA kernel: min and max are
+// taken in self's dtype; min == max means the data's own min and max (found on
+// the device, so the stream is never synchronised); equal edges are widened by
+// 1; elements outside the edges and NaNs are not counted; max falls in the
+// last bin. A data range that is NaN or infinite, which ATen reports after
+// reading it back, leaves every bin 0 here.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "devices/cuda/kernels/search_kernel.h"
+#include "shims/cuda/cuda_shims.h"
+#include "shims/cuda/op_util.h"
+
+using namespace kiln;
+using namespace kiln::cudadev;
+
+namespace {
+
+// More bins than any memory holds; refused before they are allocated.
+constexpr int64_t kMaxBins = int64_t{1} << 48;
+
+std::string num(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+extern "C" {
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_histc(AtenTensorHandle self_h, int64_t bins, double min, double max,
+                                                      AtenTensorHandle* ret0) {
+  return aoti::guarded("aoti_torch_cuda_histc", [&]() -> Error {
+    KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
+    KILN_ASSIGN_OR_RETURN(TensorRef self, read_tensor(self_h, "self"));
+    const DType dt = self.dtype;
+    if (!is_floating_dtype(dt))
+      return aoti::invalid(std::string("argument 'self' has dtype ") + dtype_name(dt) +
+                           ", which histc does not support (floating dtypes only)");
+    if (bins <= 0) return aoti::invalid("argument 'bins' is " + std::to_string(bins) + ", expected > 0");
+    if (bins > kMaxBins)
+      return aoti::invalid("argument 'bins' is " + std::to_string(bins) + ", more than memory can hold");
+    if (min > max) return aoti::invalid("argument 'max' (" + num(max) + ") is below 'min' (" + num(min) + ")");
+    // ATen compares min and max in the accumulate type (float32, float64 for
+    // float64), then keeps them in self's dtype.
+    const DType acc = dt == DType::Float64 ? DType::Float64 : DType::Float32;
+    const double min_acc = round_to_floating(min, acc), max_acc = round_to_floating(max, acc);
+    const bool data_range = min_acc == max_acc && self.numel() > 0;
+    double lo = round_to_floating(min_acc, dt), hi = round_to_floating(max_acc, dt);
+    if (!data_range) {
+      if (lo == hi) {
+        lo = round_to_floating(lo - 1, dt);
+        hi = round_to_floating(hi + 1, dt);
+      }
+      if (!std::isfinite(lo) || !std::isfinite(hi))
+        return aoti::invalid("the range [" + num(lo) + ", " + num(hi) + "] is not finite");
+      if (!(lo < hi))
+        return aoti::invalid("argument 'max' (" + num(hi) + ") must be larger than 'min' (" + num(lo) +
+                             ") in dtype " + dtype_name(dt));
+    }
+    const std::vector<int64_t> sizes{bins};
+    KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_contiguous(sizes, dt, self.device_index));
+    KILN_ASSIGN_OR_RETURN(TensorRef o, read_tensor(out.get(), "ret0"));
+    KILN_ASSIGN_OR_RETURN(StridedIndexer in_index, indexer(self));
+    const cudaStream_t stream = current_stream(self.device_index);
+    DeviceBuffer range;
+    if (data_range) {
+      KILN_ASSIGN_OR_RETURN(range, DeviceBuffer::allocate(2 * sizeof(double), self.device_index, stream));
+    }
+    KILN_RETURN_IF_ERROR(launch_histc(self.data, dt, in_index, self.numel(), o.data, bins, data_range, lo, hi,
+                                      static_cast<double*>(range.get()), stream));
+    return return_handle(out, ret0, "ret0");
+  });
+}
+
+}  // extern "C"
