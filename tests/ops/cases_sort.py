@@ -398,13 +398,6 @@ def _bucketize(g):
 
 # ---------------------------------------------------------------- histograms
 
-def _empty_bins(kwargs, got):
-    """A NaN or infinite data range, found without reading the data back, counts nothing."""
-    h = got[0]
-    assert h.dtype == kwargs["self"].dtype and h.shape == (kwargs["bins"],)
-    assert torch.equal(h, torch.zeros_like(h)), f"{h}"
-
-
 @cases("histc")
 def _histc(g):
     for dt in FLOATS:
@@ -424,10 +417,8 @@ def _histc(g):
     yield Case(dict(self=g.tensor((4,)), bins=3, min=3.0, max=1.0), error="'max'", id="max-below-min")
     yield Case(dict(self=g.tensor((4,)), bins=3, min=0.0, max=INF), error="not finite", id="inf-range")
     yield Case(dict(self=g.tensor((4,)), bins=3, min=NAN, max=1.0), error="not finite", id="nan-range")
-    yield Case(dict(self=torch.tensor([1.0, NAN]), bins=3, min=0.0, max=0.0), error="not finite",
-               without_readback=_empty_bins, id="nan-data-range")
-    yield Case(dict(self=torch.tensor([1.0, INF]), bins=3, min=0.0, max=0.0), error="not finite",
-               without_readback=_empty_bins, id="inf-data-range")
+    yield Case(dict(self=torch.tensor([1.0, NAN]), bins=3, min=0.0, max=0.0), error="not finite", id="nan-data-range")
+    yield Case(dict(self=torch.tensor([1.0, INF]), bins=3, min=0.0, max=0.0), error="not finite", id="inf-data-range")
     yield Case(dict(self=g.tensor((4,), torch.int64), bins=3, min=0.0, max=1.0), error="does not support", id="int")
 
 

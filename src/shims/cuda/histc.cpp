@@ -2,15 +2,18 @@
 // [min, max], in a new contiguous tensor of self's floating dtype owned by the
 // caller (kernels/search_kernel.cu). As ATen's CUDA kernel: min and max are
 // taken in self's dtype; min == max means the data's own min and max (found on
-// the device, so the stream is never synchronised); equal edges are widened by
-// 1; elements outside the edges and NaNs are not counted; max falls in the
-// last bin. A data range that is NaN or infinite, which ATen reports after
-// reading it back, leaves every bin 0 here.
+// the device); equal edges are widened by 1; elements outside the edges and
+// NaNs are not counted; max falls in the last bin. A data range that is NaN or
+// infinite is an error, as ATen's, which costs one synchronisation to read the
+// range back; under CUDA graph capture nothing may synchronise, and such a
+// range leaves every bin 0 instead. Explicit edges (MoE routing's) never
+// synchronise.
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "devices/cuda/cuda_check.h"
 #include "devices/cuda/kernels/search_kernel.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/op_util.h"
@@ -74,6 +77,17 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_histc(AtenTensorHandle self_h, i
     }
     KILN_RETURN_IF_ERROR(launch_histc(self.data, dt, in_index, self.numel(), o.data, bins, data_range, lo, hi,
                                       static_cast<double*>(range.get()), stream));
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    KILN_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
+    if (data_range && capture == cudaStreamCaptureStatusNone) {
+      double edges[2] = {0, 0};
+      KILN_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(edges, range.get(), sizeof edges, cudaMemcpyDeviceToHost, stream));
+      KILN_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+      // The kernel leaves NaN edges for a range with a NaN, an infinity or no width.
+      if (std::isnan(edges[0]) || std::isnan(edges[1]))
+        return aoti::invalid("the data range of 'self' is not finite (it holds NaN or infinity), so histc has no "
+                             "bins to count into");
+    }
     return return_handle(out, ret0, "ret0");
   });
 }
