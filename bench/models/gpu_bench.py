@@ -135,7 +135,7 @@ def cached_stamp(workdir: Path, name: str, args, need_pt2: bool = True) -> dict 
 def export_model(name: str, args) -> dict:
     """Worker: exports one model as .kiln and .pt2 from one ExportedProgram."""
     import kiln
-    from kiln.exporter.backends.aoti import _graph_uses_any
+    from kiln.exporter.backends.aoti import _inductor_decompositions
 
     result = {"model": name, "error": None}
     p = paths_for(Path(args.workdir), name)
@@ -170,12 +170,9 @@ def export_model(name: str, args) -> dict:
         t0 = time.perf_counter()
         pt2_ep = backend.prepare_program(ep, specs)
         table = backend.decomposition_table(specs)
-        if table and _graph_uses_any(ep, table):
-            with backend.extra_compile_context(specs):
-                pt2_ep = pt2_ep.run_decompositions(table)
         options = {k: v for k, v in backend.aoti_compile_options(specs).items() if k not in _KILN_PACKING_OPTIONS}
         result["inductor_options"] = {k: str(v) for k, v in options.items()}
-        with torch.no_grad(), backend.extra_compile_context(specs):
+        with torch.no_grad(), backend.extra_compile_context(specs), _inductor_decompositions(table):
             torch._inductor.aoti_compile_and_package(pt2_ep, package_path=str(p["pt2"]), inductor_configs=options)
         result["aoti_export_s"] = time.perf_counter() - t0
         p["stamp"].write_text(json.dumps({**export_stamp(name, args), **result, "pt2_done": True}, indent=1))
