@@ -209,4 +209,15 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__fft_c2c(AtenTensorHandle self, 
 // ---- Padding (pad.cpp): aten::pad, every mode and dtype; value may be null.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_pad(AtenTensorHandle self, const int64_t* pad, int64_t pad_len_, const char* mode, double* value, AtenTensorHandle* ret0);
 
+// ---- Pooling (avg_pool.cpp, max_pool.cpp, max_unpool.cpp): (N, C, spatial...) or (C, spatial...)
+// inputs of any strides; float32/float64/float16/bfloat16 (max pooling and unpooling also int8, uint8,
+// int16, int32, int64); results laid out as ATen's CUDA kernels lay them out. ret0 (and ret1, the
+// int64 indices of the maxima within each (n, c) plane) are new references the caller owns.
+/// Window means; divisor_override may be null.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_avg_pool2d(AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_, const int64_t* stride, int64_t stride_len_, const int64_t* padding, int64_t padding_len_, int32_t ceil_mode, int32_t count_include_pad, int64_t* divisor_override, AtenTensorHandle* ret0);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_avg_pool3d(AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_, const int64_t* stride, int64_t stride_len_, const int64_t* padding, int64_t padding_len_, int32_t ceil_mode, int32_t count_include_pad, int64_t* divisor_override, AtenTensorHandle* ret0);
+/// Means over ATen's adaptive windows [floor(i*in/out), ceil((i+1)*in/out)).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__adaptive_avg_pool2d(AtenTensorHandle self, const int64_t* output_size, int64_t output_size_len_, AtenTensorHandle* ret0);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__adaptive_avg_pool3d(AtenTensorHandle self, const int64_t* output_size, int64_t output_size_len_, AtenTensorHandle* ret0);
+
 }  // extern "C"
