@@ -44,6 +44,9 @@ def _avg_pool2d(g):
     yield c(g.tensor((3, 4)), (2, 2), error="3-d or 4-d", id="bad-rank")
     yield c(g.tensor((2, 3, 4, 4)), (2, 2), div=0, error="divisor_override", id="divisor-zero")
     yield c(g.tensor((2, 3, 4, 4), torch.complex64), (2, 2), error="dtype", id="complex")
+    # Windows of more than 25 elements (what makes Inductor fall back to the op).
+    yield c(g.tensor((2, 4, 17, 15)), (7, 6), (3, 2), (3, 2), ceil=True, cip=False, id="large-window", rtol=1e-5, atol=1e-5)
+    yield c(_cl(g.tensor((2, 8, 12, 12))), (5, 5), (1, 1), 2, div=7, id="channels-last-large-window", rtol=1e-5, atol=1e-5)
 
 
 @cases("avg_pool3d")
@@ -57,6 +60,8 @@ def _avg_pool3d(g):
     yield c(g.tensor((2, 3, 5, 6, 7)), (3, 3, 3), (2, 2, 2), 1, div=7, id="divisor")
     yield c(_cl3d(g.tensor((2, 4, 5, 6, 7))), (2, 2, 2), id="channels-last-3d")
     yield c(g.tensor((2, 3, 4, 4, 4)), (2, 2, 2), (1, 1, 1), (2, 0, 0), error="padding", id="bad-padding")
+    yield c(g.tensor((1, 2, 8, 9, 10)), (3, 4, 5), (2, 3, 2), (1, 2, 2), ceil=True, cip=False, id="large-window",
+            rtol=1e-5, atol=1e-5)
 
 
 @cases("_adaptive_avg_pool2d")
@@ -71,6 +76,8 @@ def _adaptive_avg_pool2d(g):
     yield Case(dict(self=g.tensor((1, 3, 4, 4)), output_size=[0, 2]), id="empty-output")
     yield Case(dict(self=g.tensor((2, 3, 4, 4)), output_size=[2]), error="output_size", id="bad-output-size")
     yield Case(dict(self=g.tensor((2, 0, 4, 4)), output_size=[2, 2]), error="empty", id="empty-channels")
+    yield Case(dict(self=g.tensor((2, 3, 37, 29)), output_size=[3, 2]), id="large-windows", rtol=1e-5, atol=1e-5)
+    yield Case(dict(self=_cl(g.tensor((2, 5, 23, 31))), output_size=[2, 3]), id="channels-last-large-windows", rtol=1e-5, atol=1e-5)
 
 
 @cases("_adaptive_avg_pool3d")
@@ -81,6 +88,7 @@ def _adaptive_avg_pool3d(g):
     yield Case(dict(self=g.tensor((3, 5, 7, 6)), output_size=[1, 1, 1]), id="unbatched-global")
     yield Case(dict(self=_cl3d(g.tensor((2, 3, 5, 7, 6))), output_size=[2, 2, 2]), id="channels-last-3d")
     yield Case(dict(self=g.tensor((3, 4, 4)), output_size=[2, 2, 2]), error="4-d or 5-d", id="bad-rank")
+    yield Case(dict(self=g.tensor((1, 2, 11, 13, 9)), output_size=[2, 3, 2]), id="large-windows", rtol=1e-5, atol=1e-5)
 
 
 # ---------------------------------------------------------------- max pooling
@@ -114,6 +122,9 @@ def _max_pool2d(g):
     yield c(g.tensor((2, 3, 4, 4)), (2, 2), d=0, error="dilation", id="zero-dilation")
     yield c(g.tensor((2, 3, 4, 4)), (2, 2, 2), error="kernel_size", id="bad-kernel-len")
     yield c(g.tensor((2, 3, 4, 4), torch.bool), (2, 2), error="dtype", id="bool")
+    yield c(g.distinct((2, 3, 20, 19)), (6, 5), (2, 3), (3, 2), (2, 3), ceil=True, id="large-window-dilation")
+    yield c(_cl(g.distinct((2, 6, 11, 10))), (3, 3), (2, 2), 1, 2, id="channels-last-dilation")
+    yield c(_cl(g.distinct((1, 4, 6, 7), torch.int64).to(torch.int32)), (3, 2), (1, 2), 1, id="channels-last-int32")
 
 
 @cases("max_pool3d_with_indices")
@@ -129,6 +140,8 @@ def _max_pool3d(g):
     yield c(g.distinct((3, 7, 6, 5)), (3,), (2,), 1, 2, ceil=True, id="unbatched-dilation-ceil")
     yield c(_cl3d(g.distinct((2, 4, 5, 6, 5))), (2, 2, 2), id="channels-last-3d")
     yield c(g.tensor((3, 4, 4)), (2, 2, 2), error="4-d or 5-d", id="bad-rank")
+    yield c(_cl3d(g.distinct((1, 3, 9, 8, 7))), (3, 3, 3), (2, 2, 2), 1, (2, 1, 2), ceil=True,
+            id="channels-last-dilation-ceil")
 
 
 @cases("adaptive_max_pool2d")
@@ -141,6 +154,7 @@ def _adaptive_max_pool2d(g):
     yield Case(dict(self=g.tensor((0, 3, 4, 4)), output_size=[2, 2]), id="empty-batch")
     yield Case(dict(self=g.tensor((2, 3, 4, 4)), output_size=[2, 2, 2]), error="output_size", id="bad-output-size")
     yield Case(dict(self=g.tensor((2, 3, 4, 4), torch.int64), output_size=[2, 2]), error="dtype", id="int")
+    yield Case(dict(self=g.distinct((2, 3, 37, 29)), output_size=[3, 2]), id="large-windows")
 
 
 @cases("adaptive_max_pool3d")
@@ -150,6 +164,7 @@ def _adaptive_max_pool3d(g):
         yield Case(dict(self=x, output_size=[2, 3, 4]), id=str(dt)[6:])
     yield Case(dict(self=g.distinct((3, 5, 7, 6)), output_size=[1, 1, 1]), id="unbatched-global")
     yield Case(dict(self=_cl3d(g.distinct((2, 3, 5, 7, 6))), output_size=[2, 2, 2]), id="channels-last-3d")
+    yield Case(dict(self=g.distinct((1, 2, 11, 13, 9)), output_size=[2, 3, 2]), id="large-windows")
 
 
 @cases("fractional_max_pool2d")

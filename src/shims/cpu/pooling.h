@@ -1,7 +1,7 @@
-// Shared geometry of the CPU pooling ops (avg/max/adaptive/fractional pooling
-// and max unpooling over 2 or 3 spatial dims): input shape checks, ATen's
-// output-size rule, per-dimension argument lists, and the channels-last output
-// layout ATen's CPU kernels give a channels-last input. Every op works on
+// Shared helpers of the CPU pooling ops (avg/max/adaptive/fractional pooling
+// and max unpooling over 2 or 3 spatial dims): the geometry every device
+// shares (shims/common/pool_args.h) taken from a Tensor, and the channels-last
+// output layout ATen's CPU kernels give a channels-last input. Every op works on
 // "planes" (one (n, c) image each) held row-major in a contiguous buffer; a
 // 2-d op is the 3-d case with a depth of 1.
 #pragma once
@@ -16,110 +16,26 @@
 
 #include "devices/cpu/element_buffer.h"
 #include "devices/cpu/float_io.h"
+#include "shims/common/pool_args.h"
 #include "shims/cpu/op_args.h"
 
 namespace kiln::cpu::pool {
 
-using Dims = std::array<int64_t, 3>;
-
-/// A pooling input: `batch` x `channels` planes of in[0] x in[1] x in[2]
-/// elements (in[0] == 1 for 2-d ops).
-struct Planes {
-  bool batched = false;
-  int64_t batch = 1;
-  int64_t channels = 1;
-  Dims in{1, 1, 1};
-  int64_t planes() const { return batch * channels; }
-  int64_t plane_size() const { return in[0] * in[1] * in[2]; }
-};
+using aoti::pool::adaptive_end;
+using aoti::pool::adaptive_start;
+using aoti::pool::Dims;
+using aoti::pool::dims_arg;
+using aoti::pool::exact_dims_arg;
+using aoti::pool::Planes;
+using aoti::pool::pooled_size;
+using aoti::pool::positive;
+using aoti::pool::result_sizes;
+using aoti::pool::window_output;
 
 /// Checks `self` is (N, C, spatial...) or (C, spatial...) with `spatial` dims
 /// and every non-batch dimension non-empty (ATen allows only N == 0).
 inline Result<Planes> planes_of(const Tensor& self, int spatial, const char* name = "self") {
-  const int64_t rank = self.dim();
-  if (rank != spatial + 1 && rank != spatial + 2)
-    return aoti::invalid(std::string("argument '") + name + "' must be " + std::to_string(spatial + 1) + "-d or " +
-                         std::to_string(spatial + 2) + "-d (batched), got " + self.describe());
-  Planes p;
-  p.batched = rank == spatial + 2;
-  const int64_t first = p.batched ? 1 : 0;
-  for (int64_t d = first; d < rank; ++d)
-    if (self.size(d) == 0)
-      return aoti::invalid(std::string("argument '") + name + "' has an empty non-batch dimension: " + self.describe());
-  p.batch = p.batched ? self.size(0) : 1;
-  p.channels = self.size(first);
-  for (int i = 0; i < spatial; ++i) p.in[3 - spatial + i] = self.size(first + 1 + i);
-  return p;
-}
-
-/// A per-dimension list (1 value for all, or `spatial` values) placed in the
-/// last `spatial` slots of a Dims whose leading slots hold `fill`. An empty
-/// list gives `empty_default` when set, else is an error.
-inline Result<Dims> dims_arg(const int64_t* ptr, int64_t len, int spatial, const char* name, int64_t fill,
-                             const Dims* empty_default = nullptr) {
-  KILN_ASSIGN_OR_RETURN(std::span<const int64_t> v, aoti::int_array_arg(ptr, len, name));
-  if (v.empty() && empty_default) return *empty_default;
-  if (v.size() != 1 && v.size() != static_cast<size_t>(spatial))
-    return aoti::invalid(std::string("argument '") + name + "' must have 1 or " + std::to_string(spatial) +
-                         " elements, got " + std::to_string(v.size()));
-  Dims d{fill, fill, fill};
-  for (int i = 0; i < spatial; ++i) d[3 - spatial + i] = v.size() == 1 ? v[0] : v[i];
-  return d;
-}
-
-/// Exactly `spatial` values (output_size of the adaptive and fractional pools).
-inline Result<Dims> exact_dims_arg(const int64_t* ptr, int64_t len, int spatial, const char* name) {
-  KILN_ASSIGN_OR_RETURN(std::span<const int64_t> v, aoti::int_array_arg(ptr, len, name));
-  if (v.size() != static_cast<size_t>(spatial))
-    return aoti::invalid(std::string("argument '") + name + "' must have " + std::to_string(spatial) +
-                         " elements, got " + std::to_string(v.size()));
-  Dims d{1, 1, 1};
-  for (int i = 0; i < spatial; ++i) {
-    if (v[i] < 0) return aoti::invalid(std::string("argument '") + name + "' has a negative size");
-    d[3 - spatial + i] = v[i];
-  }
-  return d;
-}
-
-/// Error unless every slot of `d` is > 0.
-inline Error positive(const Dims& d, const char* name) {
-  for (int64_t v : d)
-    if (v <= 0) return aoti::invalid(std::string("argument '") + name + "' must be greater than zero");
-  return Error::Ok;
-}
-
-/// ATen's pooled length: floor (or ceil) of the sliding-window count, where a
-/// ceil-mode window must start inside the input or left padding.
-inline int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation, bool ceil) {
-  const int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1 + (ceil ? stride - 1 : 0);
-  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
-  if (ceil && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
-
-/// Sliding-window output sizes with ATen's checks (padding at most half the
-/// kernel, a non-empty output).
-inline Result<Dims> window_output(const Planes& p, const Dims& k, const Dims& s, const Dims& pad, const Dims& dil,
-                                  bool ceil) {
-  Dims out{1, 1, 1};
-  for (int i = 0; i < 3; ++i) {
-    if (pad[i] < 0 || pad[i] > k[i] / 2)
-      return aoti::invalid("argument 'padding' must be non-negative and at most half of kernel_size");
-    out[i] = pooled_size(p.in[i], k[i], pad[i], s[i], dil[i], ceil);
-    if (out[i] < 1)
-      return aoti::invalid("the input " + aoti::shape_string(p.in) + " is too small for the window: output size " +
-                           std::to_string(out[i]) + " would be empty");
-  }
-  return out;
-}
-
-/// The result shape: (N, C, out...) or (C, out...), with `spatial` dims.
-inline std::vector<int64_t> result_sizes(const Planes& p, const Dims& out, int spatial) {
-  std::vector<int64_t> sizes;
-  if (p.batched) sizes.push_back(p.batch);
-  sizes.push_back(p.channels);
-  for (int i = 3 - spatial; i < 3; ++i) sizes.push_back(out[i]);
-  return sizes;
+  return aoti::pool::planes_of(self.sizes(), spatial, name, self.describe());
 }
 
 /// Whether `t` (4-d or 5-d) has channels-last strides as ATen's
@@ -182,10 +98,6 @@ inline T lowest() {
   else
     return std::numeric_limits<T>::lowest();
 }
-
-/// ATen's adaptive window along one dimension: [floor(o*in/out), ceil((o+1)*in/out)).
-inline int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
-inline int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
 
 /// Calls fn(x) with x pointing at `self`'s elements row-major: float32 as
 /// float (borrowed when contiguous, so the common CNN case copies nothing),

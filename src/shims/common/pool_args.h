@@ -1,0 +1,130 @@
+// The pooling ops' geometry, checked as ATen checks it, for every device's
+// avg/max/adaptive pooling and max unpooling over 2 or 3 spatial dims: the
+// input's rank and non-empty dims, the per-dimension argument lists
+// (kernel_size, stride, padding, dilation, output_size), ATen's pooled-size
+// rule with ceil_mode, and the adaptive windows. A 2-d op is the 3-d case
+// with a depth of 1: every Dims holds 3 values, 2-d ops fill the first with 1
+// (or 0 for padding). The devices differ only in how they compute and in the
+// layout of the result.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "shims/common/shim_util.h"
+
+namespace kiln::aoti::pool {
+
+using Dims = std::array<int64_t, 3>;
+
+/// A pooling input: `batch` x `channels` planes of in[0] x in[1] x in[2]
+/// elements (in[0] == 1 for 2-d ops).
+struct Planes {
+  bool batched = false;
+  int64_t batch = 1;
+  int64_t channels = 1;
+  Dims in{1, 1, 1};
+  int64_t planes() const { return batch * channels; }
+  int64_t plane_size() const { return in[0] * in[1] * in[2]; }
+};
+
+/// Checks `sizes` (argument `name`, `described` for messages) is (N, C,
+/// spatial...) or (C, spatial...) with `spatial` dims and every non-batch
+/// dimension non-empty (ATen allows only N == 0).
+inline Result<Planes> planes_of(std::span<const int64_t> sizes, int spatial, const char* name,
+                                const std::string& described) {
+  const int64_t rank = static_cast<int64_t>(sizes.size());
+  if (rank != spatial + 1 && rank != spatial + 2)
+    return invalid(std::string("argument '") + name + "' must be " + std::to_string(spatial + 1) + "-d or " +
+                   std::to_string(spatial + 2) + "-d (batched), got " + described);
+  Planes p;
+  p.batched = rank == spatial + 2;
+  const int64_t first = p.batched ? 1 : 0;
+  for (int64_t d = first; d < rank; ++d)
+    if (sizes[static_cast<size_t>(d)] == 0)
+      return invalid(std::string("argument '") + name + "' has an empty non-batch dimension: " + described);
+  p.batch = p.batched ? sizes[0] : 1;
+  p.channels = sizes[static_cast<size_t>(first)];
+  for (int i = 0; i < spatial; ++i) p.in[3 - spatial + i] = sizes[static_cast<size_t>(first + 1 + i)];
+  return p;
+}
+
+/// A per-dimension list (1 value for all, or `spatial` values) placed in the
+/// last `spatial` slots of a Dims whose leading slots hold `fill`. An empty
+/// list gives `empty_default` when set, else is an error.
+inline Result<Dims> dims_arg(const int64_t* ptr, int64_t len, int spatial, const char* name, int64_t fill,
+                             const Dims* empty_default = nullptr) {
+  KILN_ASSIGN_OR_RETURN(std::span<const int64_t> v, int_array_arg(ptr, len, name));
+  if (v.empty() && empty_default) return *empty_default;
+  if (v.size() != 1 && v.size() != static_cast<size_t>(spatial))
+    return invalid(std::string("argument '") + name + "' must have 1 or " + std::to_string(spatial) +
+                   " elements, got " + std::to_string(v.size()));
+  Dims d{fill, fill, fill};
+  for (int i = 0; i < spatial; ++i) d[3 - spatial + i] = v.size() == 1 ? v[0] : v[i];
+  return d;
+}
+
+/// Exactly `spatial` non-negative values (output_size of the adaptive and
+/// fractional pools and of max unpooling).
+inline Result<Dims> exact_dims_arg(const int64_t* ptr, int64_t len, int spatial, const char* name) {
+  KILN_ASSIGN_OR_RETURN(std::span<const int64_t> v, int_array_arg(ptr, len, name));
+  if (v.size() != static_cast<size_t>(spatial))
+    return invalid(std::string("argument '") + name + "' must have " + std::to_string(spatial) + " elements, got " +
+                   std::to_string(v.size()));
+  Dims d{1, 1, 1};
+  for (int i = 0; i < spatial; ++i) {
+    if (v[i] < 0) return invalid(std::string("argument '") + name + "' has a negative size");
+    d[3 - spatial + i] = v[i];
+  }
+  return d;
+}
+
+/// Error unless every slot of `d` is > 0.
+inline Error positive(const Dims& d, const char* name) {
+  for (int64_t v : d)
+    if (v <= 0) return invalid(std::string("argument '") + name + "' must be greater than zero");
+  return Error::Ok;
+}
+
+/// ATen's pooled length: floor (or ceil) of the sliding-window count, where a
+/// ceil-mode window must start inside the input or left padding.
+inline int64_t pooled_size(int64_t in, int64_t kernel, int64_t pad, int64_t stride, int64_t dilation, bool ceil) {
+  const int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1 + (ceil ? stride - 1 : 0);
+  int64_t out = (span >= 0 ? span / stride : -((-span + stride - 1) / stride)) + 1;
+  if (ceil && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+/// Sliding-window output sizes with ATen's checks (padding at most half the
+/// kernel, a non-empty output).
+inline Result<Dims> window_output(const Planes& p, const Dims& k, const Dims& s, const Dims& pad, const Dims& dil,
+                                  bool ceil) {
+  Dims out{1, 1, 1};
+  for (int i = 0; i < 3; ++i) {
+    if (pad[i] < 0 || pad[i] > k[i] / 2)
+      return invalid("argument 'padding' must be non-negative and at most half of kernel_size");
+    out[i] = pooled_size(p.in[i], k[i], pad[i], s[i], dil[i], ceil);
+    if (out[i] < 1)
+      return invalid("the input " + shape_string(p.in) + " is too small for the window: output size " +
+                     std::to_string(out[i]) + " would be empty");
+  }
+  return out;
+}
+
+/// The result shape: (N, C, out...) or (C, out...), with `spatial` dims.
+inline std::vector<int64_t> result_sizes(const Planes& p, const Dims& out, int spatial) {
+  std::vector<int64_t> sizes;
+  if (p.batched) sizes.push_back(p.batch);
+  sizes.push_back(p.channels);
+  for (int i = 3 - spatial; i < 3; ++i) sizes.push_back(out[i]);
+  return sizes;
+}
+
+/// ATen's adaptive window along one dimension: [floor(o*in/out), ceil((o+1)*in/out)).
+inline int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
+inline int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
+
+}  // namespace kiln::aoti::pool
