@@ -167,6 +167,15 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_fill__Scalar(AtenTensorHandle se
 // synchronises); out-of-range indices are an error outside graph capture.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_Tensor(AtenTensorHandle self, const AtenTensorHandle** indices, int64_t indices_len_, AtenTensorHandle* ret0);
 
+// ---- Data-dependent selections (masked_select.cpp): a prefix count
+// of the selected elements on the device places them. Results are new tensors the caller owns.
+/// self where mask (bool, broadcasting with self) is false, source's next elements (row-major) where it is
+/// true; contiguous of the broadcast shape. Reads the count back to check source's length, unless capturing.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_masked_scatter(AtenTensorHandle self, AtenTensorHandle mask, AtenTensorHandle source, AtenTensorHandle* ret0);
+/// The elements of self (broadcast with the bool mask) where mask is true, 1-d; synchronises for the
+/// count, so it refuses graph capture.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_masked_select(AtenTensorHandle self, AtenTensorHandle mask, AtenTensorHandle* ret0);
+
 // ---- Scans (cumsum.cpp) and random ops (random.cpp; draw from the method's seed, aoti.seed).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumprod(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
