@@ -9,8 +9,9 @@
 // scattering); masked_select's is 1-d, its length the count of true values,
 // which the host waits for (a stream synchronisation), so it cannot be
 // recorded in a CUDA graph. masked_scatter reads the count back only to check
-// source's length, outside graph capture; under capture a short source
-// repeats its last element instead of reading past it.
+// source's length, outside graph capture and only when source has fewer
+// elements than the mask; under capture a short source repeats its last
+// element instead of reading past it.
 #include <string>
 #include <vector>
 
@@ -134,7 +135,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_masked_scatter(AtenTensorHandle 
     const int64_t source_numel = source.numel();
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     KILN_CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capture));
-    if (capture == cudaStreamCaptureStatusNone) {
+    // A source of at least numel elements can never run short: no need to wait for the count.
+    if (capture == cudaStreamCaptureStatusNone && source_numel < b.numel) {
       KILN_ASSIGN_OR_RETURN(int64_t count, read_total(positions, b.numel, stream));
       if (count > source_numel)
         return aoti::invalid("argument 'source' has " + std::to_string(source_numel) +
