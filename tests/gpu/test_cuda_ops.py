@@ -71,3 +71,35 @@ def test_staged_op_refuses_to_be_recorded_in_a_cuda_graph(lib):
         finally:
             lib.ops.aoti_torch_delete_cuda_stream_guard(guard)
     assert f"{function} runs through the host on CUDA and cannot be recorded in a CUDA graph" in str(info.value)
+
+
+@pytest.mark.parametrize("function,kwargs,message", [
+    ("aoti_torch_cuda_masked_select", lambda: dict(self=torch.randn(3, 4, device="cuda"),
+                                                   mask=torch.rand(3, 4, device="cuda") > 0.5),
+     "masked_select's result size depends on the data, so it cannot be recorded in a CUDA graph"),
+    ("aoti_torch_cuda_repeat_interleave_Tensor",
+     lambda: dict(repeats=torch.tensor([2, 0, 3], device="cuda"), output_size=None),
+     "cannot be recorded in a CUDA graph (pass output_size)"),
+])
+def test_data_sized_op_refuses_to_be_recorded_in_a_cuda_graph(lib, function, kwargs, message):
+    """A native op whose result size must be read back from the device fails while Kiln's current stream
+    captures, with a message saying so, before queuing anything on the stream."""
+    import ctypes
+
+    from shim_caller import KilnError, call_shim
+
+    args = kwargs()
+    torch.cuda.synchronize()
+    stream = torch.cuda.Stream()
+    graph = torch.cuda.CUDAGraph()
+    guard = ctypes.c_void_p()
+    with torch.cuda.graph(graph, stream=stream, capture_error_mode="relaxed"):
+        lib.check(lib.ops.aoti_torch_create_cuda_stream_guard(
+            ctypes.c_void_p(stream.cuda_stream), ctypes.c_int32(0), ctypes.byref(guard)),
+            "create_cuda_stream_guard")
+        try:
+            with pytest.raises(KilnError) as info:
+                call_shim(lib, function, DEVICE, args)
+        finally:
+            lib.ops.aoti_torch_delete_cuda_stream_guard(guard)
+    assert message in str(info.value)

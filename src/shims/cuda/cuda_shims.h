@@ -168,6 +168,21 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_fill__Scalar(AtenTensorHandle se
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_Tensor(AtenTensorHandle self, const AtenTensorHandle** indices, int64_t indices_len_, AtenTensorHandle* ret0);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_put(AtenTensorHandle self, const AtenTensorHandle** indices, int64_t indices_len_, AtenTensorHandle values, int32_t accumulate, AtenTensorHandle* ret0);
 
+// ---- Data-dependent selections (masked_select.cpp, nonzero.cpp, repeat_interleave.cpp): a prefix count
+// of the selected elements on the device places them. Results are new tensors the caller owns.
+/// self where mask (bool, broadcasting with self) is false, source's next elements (row-major) where it is
+/// true; contiguous of the broadcast shape. Reads the count back to check source's length, unless capturing.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_masked_scatter(AtenTensorHandle self, AtenTensorHandle mask, AtenTensorHandle source, AtenTensorHandle* ret0);
+/// The elements of self (broadcast with the bool mask) where mask is true, 1-d; synchronises for the
+/// count, so it refuses graph capture.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_masked_select(AtenTensorHandle self, AtenTensorHandle mask, AtenTensorHandle* ret0);
+/// The first `size` coordinates of self's non-zero elements, int64 [size, ndim] with strides (1, size),
+/// rows past the count fill_value; no synchronisation.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_nonzero_static(AtenTensorHandle self, int64_t size, int64_t fill_value, AtenTensorHandle* ret0);
+/// Index i repeated repeats[i] times, in repeats' dtype (int32/int64). Outside graph capture reads the
+/// total back (to size the result, or to check output_size); under capture output_size is required.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_repeat_interleave_Tensor(AtenTensorHandle repeats, int64_t* output_size, AtenTensorHandle* ret0);
+
 // ---- Scans (cumsum.cpp, logcumsumexp.cpp, cummax.cpp) and random ops (random.cpp; draw from the method's seed, aoti.seed).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumprod(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
