@@ -40,7 +40,7 @@ def test_table_and_list_are_generated():
 
 
 def test_table_parses_and_is_not_empty():
-    assert len(STAGED) >= 40
+    assert STAGED  # fewer as native kernels replace staged ops
     assert {suffix(f, "cuda") for f in host_staged()} == set(STAGED)
 
 
