@@ -110,15 +110,34 @@ def test_zoo_cuda(case, programs):
             return out
 
         notes: list[str] = []
+        inductor_notes: list[str] = []
         reference = _wider_reference(built.module, torch.float64 if dtype == "fp32" else torch.float32)
-        row["max_rel_error"], problems = zoo_report.compare(built.module, fresh, run, TOLERANCE[dtype],
-                                                            reference, notes, slack=SLACK[dtype])
+        row["max_rel_error"], problems = zoo_report.compare(
+            built.module, fresh, run, TOLERANCE[dtype], reference, notes, slack=SLACK[dtype],
+            inductor=_inductor_compiled(built.module), inductor_notes=inductor_notes)
     except Exception as e:
         row.update(status="run_failed", detail=first_line(e))
         raise
-    row["status"] = "mismatch" if problems else "pass"
-    row["detail"] = "; ".join(problems or notes)
+    row["status"] = "mismatch" if problems else "inductor_mismatch" if inductor_notes else "pass"
+    row["detail"] = "; ".join(problems or inductor_notes or notes)
     assert not problems, f"{name} {dtype} {mode}: " + "; ".join(problems)
+    if inductor_notes:
+        pytest.xfail(f"{zoo_report.OUTCOMES['inductor_mismatch']}: {row['detail']}")
+
+
+def _inductor_compiled(model):
+    """torch.compile of the model (Inductor's code generation without Kiln or AOT packaging),
+    built only when an output is farther from the wider model than eager's."""
+    built = []
+
+    def run(inputs):
+        import torch
+
+        if not built:
+            built.append(torch.compile(model))
+        return built[0](*inputs)
+
+    return run
 
 
 def _wider_reference(model, dtype):

@@ -50,3 +50,18 @@ def test_float64_rule_for_float32_runs_uses_the_given_slack():
     # Eager exact, Kiln 0.004 off: over the tolerance and over 1.5x eager's distance + the slack.
     _, problems = zoo_report.compare(_const(1.0, 2.0), inputs, _const(1.0, 2.008), 1e-3, exact, [], slack=1e-3)
     assert len(problems) == 1 and "float64 model" in problems[0]
+
+
+def test_an_output_as_far_off_in_inductors_own_compile_is_reported_as_inductors():
+    inputs = [(torch.zeros(2),)]
+    exact = lambda inputs: [torch.tensor([1.0, 2.0], dtype=torch.float64)]  # noqa: E731
+    # Eager exact, Kiln 0.01 off; torch.compile of the model 0.01 off the same way: Inductor's numerics.
+    inductor_notes: list[str] = []
+    _, problems = zoo_report.compare(_const(1.0, 2.0), inputs, _const(1.0, 2.02), 1e-3, exact, [], slack=1e-3,
+                                     inductor=_const(1.0, 2.02), inductor_notes=inductor_notes)
+    assert problems == [] and len(inductor_notes) == 1 and "torch.compile" in inductor_notes[0]
+    # torch.compile matches the model: Kiln's difference is its own.
+    inductor_notes = []
+    _, problems = zoo_report.compare(_const(1.0, 2.0), inputs, _const(1.0, 2.02), 1e-3, exact, [], slack=1e-3,
+                                     inductor=_const(1.0, 2.0), inductor_notes=inductor_notes)
+    assert len(problems) == 1 and inductor_notes == []
