@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/lazy_library.h"
+#include "kiln/log.h"
 
 namespace kiln::cpu {
 namespace {
@@ -31,6 +32,10 @@ Error load(BlasFunctions& functions) {
     functions.omp_get_max_threads = get;
     functions.omp_set_num_threads = set;
   }
+  // Which kernels OpenBLAS chose for this CPU: its OPENBLAS_CORETYPE, when set, forces
+  // a family (Haswell's, AVX2 only, runs MiniLM at half speed on an AVX-512 CPU).
+  if (auto corename = reinterpret_cast<char* (*)()>(lib.optional_symbol("openblas_get_corename")))
+    KILN_LOG(Info, std::string("OpenBLAS runs its ") + corename() + " kernels");
   return Error::Ok;
 }
 
