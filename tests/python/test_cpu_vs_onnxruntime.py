@@ -56,3 +56,11 @@ def test_ratio_svg_draws_each_measured_row_and_skips_failures():
     assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
     assert "m 1x8, 1 thr" in svg and "1.50" in svg and "3.00" in svg and "broken" not in svg
     assert "t &amp; u" in svg
+
+
+def test_interleaved_bursts_time_all_but_the_first_call_of_each_burst():
+    order = []
+    fns = {name: (lambda n=name: order.append(n)) for name in ("a", "b")}
+    times = bench.interleaved(fns, calls=2, warmup=0, budget_s=60.0, burst=3)
+    assert order == list("aaabbb") + list("bbbaaa")
+    assert all(t["calls"] == 4 for t in times.values())  # 2 rounds x (3 - 1) timed calls
