@@ -2,11 +2,13 @@
 
 #include "devices/cpu/blas_library.h"
 #include "devices/cpu/parallel_for.h"
+#include "devices/cpu/small_gemm.h"
 
 #include <algorithm>
 #include <cmath>
 #include <climits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace kiln::cpu {
@@ -154,6 +156,22 @@ class SerialBlasScope {
 template <typename T>
 Error run_blas(const BlasFunctions& f, const Operand<T>& a, const Operand<T>& b, T* c, int64_t ldc, int64_t m,
                int64_t n, int64_t k, T alpha, T beta) {
+  if constexpr (std::is_same_v<T, float>) {
+    // A few rows against a weight stored n x k (a linear layer on a short input): the
+    // weight is streamed once instead of packed per call (small_gemm.h), its rows split
+    // in blocks over the model call's threads.
+    if (m >= 2 && m <= kSmallGemmMaxRows && a.trans == CblasNoTrans && b.trans == CblasTrans &&
+        small_gemm_available()) {
+      const int64_t blocks = (n + kSplitAlign - 1) / kSplitAlign;
+      const double block_macs = static_cast<double>(m) * static_cast<double>(kSplitAlign) * static_cast<double>(k);
+      const auto grain = static_cast<int64_t>(std::ceil(static_cast<double>(kMinBlockMacs) / block_macs));
+      return parallel_for(blocks, grain, [&](int64_t begin, int64_t end) -> Error {
+        const int64_t lo = begin * kSplitAlign, hi = std::min(end * kSplitAlign, n);
+        small_gemm(m, hi - lo, k, alpha, a.data, a.ld, b.data + lo * b.ld, b.ld, beta, c + lo, ldc);
+        return Error::Ok;
+      });
+    }
+  }
   const double macs = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   const bool small = macs <= static_cast<double>(kSerialGemmMacs);
   const int threads = small ? parallel_threads() : 1;
