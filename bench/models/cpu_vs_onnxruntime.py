@@ -25,7 +25,7 @@ burst is not timed: after a call libgomp's workers and ONNX Runtime's both spin 
 and on a machine with few cores the next engine's first call competes with them. Medians,
 p10 and p90 per engine. OpenBLAS, behind Kiln's matrix products, runs the kernels it picks
 for the CPU: OPENBLAS_CORETYPE is removed from the environment unless --openblas-coretype
-environment (a forced Haswell runs MiniLM at half speed on an AVX-512 CPU); the kernels
+environment (a forced Haswell runs MiniLM at 0.55-0.6 of the speed on an AVX-512 CPU); the kernels
 used are printed with the machine.
 
 Models (weights random and seeded unless said otherwise; fp32):
