@@ -19,7 +19,7 @@ namespace {
 // ROWS rows of A against COLS rows of W at a time: ROWS x COLS accumulators
 // and ROWS + COLS loaded vectors stay within the 32 vector registers.
 template <int ROWS, int COLS>
-[[gnu::target("avx512f")]] void block(int64_t j0, int64_t k, float alpha, const float* a, int64_t lda,
+[[gnu::target("avx512f")]] void block(int64_t j0, int64_t n_rows, int64_t k, float alpha, const float* a, int64_t lda,
                                       const float* w, int64_t ldw, float beta, float* c, int64_t ldc) noexcept {
   __m512 acc[ROWS][COLS];
   for (int i = 0; i < ROWS; ++i)
@@ -31,6 +31,9 @@ template <int ROWS, int COLS>
     __m512 x[ROWS];
     for (int i = 0; i < ROWS; ++i) x[i] = _mm512_loadu_ps(a + i * lda + kk);
     for (int j = 0; j < COLS; ++j) {
+      // The next block's weight rows, a row length ahead: each row is read once,
+      // so the lines must be in flight before the block reaches them.
+      if (j0 + COLS + j < n_rows) _mm_prefetch(reinterpret_cast<const char*>(wr[j] + COLS * ldw + kk), _MM_HINT_T0);
       const __m512 v = _mm512_loadu_ps(wr[j] + kk);
       for (int i = 0; i < ROWS; ++i) acc[i][j] = _mm512_fmadd_ps(x[i], v, acc[i][j]);
     }
@@ -57,8 +60,8 @@ template <int ROWS>
                                      int64_t ldw, float beta, float* c, int64_t ldc) noexcept {
   constexpr int kCols = ROWS <= 4 ? 4 : 2;
   int64_t j = 0;
-  for (; j + kCols <= n; j += kCols) block<ROWS, kCols>(j, k, alpha, a, lda, w, ldw, beta, c, ldc);
-  for (; j < n; ++j) block<ROWS, 1>(j, k, alpha, a, lda, w, ldw, beta, c, ldc);
+  for (; j + kCols <= n; j += kCols) block<ROWS, kCols>(j, n, k, alpha, a, lda, w, ldw, beta, c, ldc);
+  for (; j < n; ++j) block<ROWS, 1>(j, n, k, alpha, a, lda, w, ldw, beta, c, ldc);
 }
 
 }  // namespace
