@@ -102,8 +102,14 @@ Result<Tensor> Tensor::make_view(std::span<const int64_t> sizes, std::span<const
 }
 
 int64_t Tensor::numel() const noexcept {
+  // An empty dimension makes the tensor empty whatever the others (metadata
+  // from a caller may pair it with sizes whose product overflows); a product
+  // that overflows saturates, as no such tensor fits in memory.
+  for (int64_t s : sizes_)
+    if (s == 0) return 0;
   int64_t n = 1;
-  for (int64_t s : sizes_) n *= s;
+  for (int64_t s : sizes_)
+    if (__builtin_mul_overflow(n, s, &n)) return std::numeric_limits<int64_t>::max();
   return n;
 }
 
