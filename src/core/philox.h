@@ -10,11 +10,7 @@
 #include <cstdint>
 #include <utility>
 
-#if defined(__CUDACC__)
-#define KILN_HOST_DEVICE __host__ __device__
-#else
-#define KILN_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace kiln {
 

@@ -7,6 +7,7 @@
 // exponent's layout, as ATen's.
 #include <cmath>
 
+#include "core/integer_pow.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/elementwise.h"
 
@@ -15,25 +16,10 @@ using namespace kiln::cpu;
 
 namespace {
 
-int64_t int_pow(int64_t base, int64_t exp) {
-  if (exp < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (exp & 1) ? -1 : 1;
-    return 0;
-  }
-  int64_t result = 1;
-  while (exp != 0) {
-    if (exp & 1) result = wrap_mul(result, base);
-    exp >>= 1;
-    base = wrap_mul(base, base);
-  }
-  return result;
-}
-
 template <typename T>
 T power(T base, T exp) {
   if constexpr (std::is_same_v<T, int64_t>)
-    return int_pow(base, exp);
+    return integer_pow(base, exp);
   else
     return std::pow(base, exp);
 }

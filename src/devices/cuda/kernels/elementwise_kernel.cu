@@ -2,6 +2,7 @@
 
 #include <thrust/complex.h>
 
+#include "core/integer_pow.h"
 #include "devices/cuda/cuda_check.h"
 
 namespace kiln::cudadev {
@@ -19,24 +20,6 @@ __device__ bool is_unsigned(DType d) {
 // (signed overflow is undefined in C++; unsigned wraps).
 __device__ int64_t wrap_add(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-}
-__device__ int64_t wrap_mul(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
-}
-
-__device__ int64_t int_pow(int64_t base, int64_t exp) {
-  if (exp < 0) {
-    if (base == 1) return 1;
-    if (base == -1) return (exp & 1) ? -1 : 1;
-    return 0;
-  }
-  int64_t result = 1;
-  while (exp != 0) {
-    if (exp & 1) result = wrap_mul(result, base);
-    exp >>= 1;
-    base = wrap_mul(base, base);
-  }
-  return result;
 }
 
 __device__ int64_t load_int_at(const ElementwiseOperand& o, int64_t k) {
@@ -92,9 +75,9 @@ __device__ int64_t integer_op(ElementwiseOp op, const ElementwiseOperand& a, con
                               int64_t k, double alpha) {
   const int64_t x = load_int_at(a, k);
   switch (op) {
-    case ElementwiseOp::Add: return wrap_add(x, wrap_mul(load_int_at(b, k), static_cast<int64_t>(alpha)));
-    case ElementwiseOp::Mul: return wrap_mul(x, load_int_at(b, k));
-    case ElementwiseOp::Pow: return int_pow(x, load_int_at(b, k));
+    case ElementwiseOp::Add: return wrap_add(x, wrapping_mul(load_int_at(b, k), static_cast<int64_t>(alpha)));
+    case ElementwiseOp::Mul: return wrapping_mul(x, load_int_at(b, k));
+    case ElementwiseOp::Pow: return integer_pow(x, load_int_at(b, k));
     case ElementwiseOp::Abs:
       return is_unsigned(a.dtype) || x >= 0 ? x : static_cast<int64_t>(0 - static_cast<uint64_t>(x));
     default: return x;  // Fill
