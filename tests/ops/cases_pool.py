@@ -334,8 +334,9 @@ def _int8(g, shape):
 
 
 def _int_mm_reference(out, self, mat2):
-    # ATen's CPU kernel refuses a non-contiguous out; the product is the same.
-    out.copy_(self.int() @ mat2.int())
+    # ATen's CPU kernel refuses a non-contiguous out, and its CUDA kernel refuses few rows, sizes that are not
+    # multiples of 8 and a non-contiguous out; the product is the same, computed on the host (no int32 matmul on CUDA).
+    out.copy_(self.cpu().int() @ mat2.cpu().int())
     return out
 
 
@@ -347,6 +348,11 @@ def _int_mm(g):
                reference=_int_mm_reference, id="small")
     yield Case(dict(out=torch.empty(4, 6, dtype=torch.int32), self=torch.full((4, 300), 127, dtype=torch.int8),
                     mat2=torch.full((300, 6), -128, dtype=torch.int8)), reference=_int_mm_reference, id="extremes")
+    # A linear layer's layout (mat2 = weight.t(), column-major), which cuBLASLt's int8 kernels take.
+    yield Case(dict(out=torch.empty(32, 48, dtype=torch.int32), self=_int8(g, (32, 64)), mat2=_int8(g, (48, 64)).t()),
+               reference=_int_mm_reference, id="weight-transposed")
+    yield Case(dict(out=torch.empty(5, 7, dtype=torch.int32), self=_int8(g, (5, 0)), mat2=_int8(g, (0, 7))),
+               reference=_int_mm_reference, id="k0")
     yield Case(dict(out=torch.empty(3, 5, dtype=torch.int32), self=_int8(g, (3, 64)), mat2=_int8(g, (32, 5))),
                error="shape", id="mismatch")
     yield Case(dict(out=torch.empty(3, 5, dtype=torch.int64), self=_int8(g, (3, 64)), mat2=_int8(g, (64, 5))),
@@ -363,6 +369,10 @@ def _weight_int8pack_mm(g):
     for dt in (torch.float32, torch.bfloat16, torch.float16):
         yield Case(dict(self=g.tensor((5, 16), dt), mat2=_int8(g, (7, 16)), scales=g.tensor((7,), dt)),
                    reference=_int8pack_reference, id=str(dt)[6:], **_mm_tol(dt))
+    # A decode step (one row), rows of k not a multiple of 4, and more rows than one group of four.
+    for m, n, k in ((1, 33, 100), (3, 9, 37), (6, 20, 132)):
+        yield Case(dict(self=g.tensor((m, k)), mat2=_int8(g, (n, k)), scales=g.tensor((n,))),
+                   reference=_int8pack_reference, id=f"m{m}-n{n}-k{k}", rtol=1e-4, atol=1e-3)
     yield Case(dict(self=g.tensor((5, 16)), mat2=_int8(g, (7, 8)), scales=g.tensor((7,))), error="mat2", id="mismatch")
     yield Case(dict(self=g.tensor((5, 16)), mat2=_int8(g, (7, 16)), scales=g.tensor((6,))), error="scales",
                id="bad-scales")

@@ -213,6 +213,8 @@ def _kthvalue(g):
     for k in (1, 3, 4):
         yield Case(dict(self=nan, k=k, dim=1, keepdim=False), id=f"nan-inf-k{k}")
     yield Case(dict(self=g.tensor((6,), torch.int64).sort().values.unique(), k=1, dim=0, keepdim=False), id="1d")
+    yield Case(dict(self=g.distinct((3, 5, 4)), k=5, dim=1, keepdim=False), id="middle-dim-largest")
+    yield Case(dict(self=g.distinct((2, 3000)), k=1234, dim=1, keepdim=True), id="long-lines")
     yield Case(dict(self=g.tensor(()), k=1, dim=0, keepdim=False), id="scalar")
     yield Case(dict(self=g.tensor(()), k=1, dim=-1, keepdim=True), id="scalar-keepdim")
     yield Case(dict(self=g.tensor((0, 3)), k=2, dim=1, keepdim=False), id="no-lines")
@@ -235,6 +237,8 @@ def _median(g):
     yield Case(dict(self=torch.tensor([NAN, NAN])), id="all-nan")
     yield Case(dict(self=torch.tensor([-INF, INF, 0.0])), id="inf")
     yield Case(dict(self=g.tensor((5, 4)).t()), id="transposed")
+    yield Case(dict(self=g.tensor((50, 61))), id="many")
+    yield Case(dict(self=torch.tensor([NAN, 2.0, -1.0, NAN, 7.0], dtype=torch.float16)), id="nan-float16")
     yield Case(dict(self=g.tensor(())), id="scalar")
     yield Case(dict(self=g.tensor((), torch.int64)), id="scalar-int")
     for dt in (torch.float32, torch.float16, torch.int32, torch.int64, torch.int16, torch.uint8):

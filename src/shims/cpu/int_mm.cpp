@@ -12,6 +12,7 @@
 #include "devices/cpu/parallel_for.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/op_args.h"
+#include "shims/common/int_mm_args.h"
 
 using namespace kiln;
 using namespace kiln::cpu;
@@ -38,16 +39,9 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__int_mm_out(AtenTensorHandle out,
     KILN_ASSIGN_OR_RETURN(Tensor * o, cpu_tensor_arg(out, "out"));
     KILN_ASSIGN_OR_RETURN(Tensor * a, cpu_tensor_arg(self, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor * b, cpu_tensor_arg(mat2, "mat2"));
-    if (a->dim() != 2 || b->dim() != 2)
-      return aoti::invalid("arguments 'self' and 'mat2' must be 2-d, got " + a->describe() + ", " + b->describe());
-    if (a->size(1) != b->size(0))
-      return aoti::invalid("shape mismatch: self " + aoti::shape_string(a->sizes()) + " @ mat2 " +
-                           aoti::shape_string(b->sizes()));
-    KILN_RETURN_IF_ERROR(same_dtype(*a, DType::Int8, "self"));
-    KILN_RETURN_IF_ERROR(same_dtype(*b, DType::Int8, "mat2"));
-    KILN_RETURN_IF_ERROR(same_dtype(*o, DType::Int32, "out"));
+    KILN_RETURN_IF_ERROR(
+        aoti::int_mm_args(a->dtype(), a->sizes(), b->dtype(), b->sizes(), o->dtype(), o->sizes()));
     const int64_t m = a->size(0), k = a->size(1), n = b->size(1);
-    KILN_RETURN_IF_ERROR(expect_shape(*o, std::vector<int64_t>{m, n}, "out"));
     const std::vector<int32_t> va = int8_matrix(*a), vb = int8_matrix(*b);
     int32_t* po = o->data<int32_t>();
     const int64_t so0 = o->stride(0), so1 = o->stride(1);
@@ -75,20 +69,9 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__weight_int8pack_mm(AtenTensorHan
     KILN_ASSIGN_OR_RETURN(Tensor * w, cpu_tensor_arg(mat2, "mat2"));
     KILN_ASSIGN_OR_RETURN(Tensor * sc, cpu_tensor_arg(scales, "scales"));
     const DType dt = a->dtype();
-    if (dt != DType::Float32 && dt != DType::BFloat16 && dt != DType::Float16)
-      return set_error(Error::NotSupported, std::string("argument 'self' has dtype ") + dtype_name(dt) +
-                                                ", expected float32, bfloat16 or float16");
-    KILN_RETURN_IF_ERROR(same_dtype(*w, DType::Int8, "mat2"));
-    KILN_RETURN_IF_ERROR(same_dtype(*sc, dt, "scales"));
-    if (a->dim() != 2) return aoti::invalid("argument 'self' must be 2-d, got " + a->describe());
-    if (w->dim() != 2) return aoti::invalid("argument 'mat2' must be 2-d, got " + w->describe());
+    KILN_RETURN_IF_ERROR(
+        aoti::weight_int8pack_args(dt, a->sizes(), w->dtype(), w->sizes(), sc->dtype(), sc->sizes()));
     const int64_t m = a->size(0), k = a->size(1), n = w->size(0);
-    if (w->size(1) != k)
-      return aoti::invalid("argument 'mat2' has shape " + aoti::shape_string(w->sizes()) + ", expected [N, " +
-                           std::to_string(k) + "]");
-    if (sc->dim() != 1 || sc->size(0) != n)
-      return aoti::invalid("argument 'scales' has shape " + aoti::shape_string(sc->sizes()) + ", expected [" +
-                           std::to_string(n) + "]");
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(std::vector<int64_t>{m, n}, dt));
     std::vector<float> fa = to_floats(*a), fs = to_floats(*sc);
     std::vector<float> fw(static_cast<size_t>(n * k));

@@ -7,13 +7,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
-#include <string>
 #include <vector>
 
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/line_select.h"
 #include "shims/cpu/op_args.h"
 #include "shims/cpu/ordering.h"
+#include "shims/common/select_args.h"
 
 using namespace kiln;
 using namespace kiln::cpu;
@@ -53,12 +53,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_kthvalue(AtenTensorHandle self_h,
     KILN_ASSIGN_OR_RETURN(int64_t d, wrap_dim(dim, self->dim()));
     KILN_RETURN_IF_ERROR(expect_dtype_in(*self, kAllTypes | kReducedFloat, "self", "kthvalue"));
     const int64_t size = self->dim() == 0 ? 1 : self->size(d);
-    if (size == 0)
-      return aoti::invalid("argument 'self' has size 0 in dimension " + std::to_string(d) +
-                           ", which kthvalue reduces");
-    if (k < 1 || k > size)
-      return aoti::invalid("argument 'k' is " + std::to_string(k) + ", out of range for dimension " +
-                           std::to_string(d) + " of size " + std::to_string(size));
+    KILN_RETURN_IF_ERROR(aoti::kthvalue_line_args(size, k, d));
     const std::vector<int64_t> out_sizes = reduced_sizes(self->sizes(), d, keepdim != 0);
     return select_along(*self, d, out_sizes, ret0, ret1, [&](auto& v, const DimSplit& split, auto& out, auto& idx) {
       kth_lines(v, split, k, out, idx);

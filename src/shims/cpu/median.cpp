@@ -13,17 +13,12 @@
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/op_args.h"
 #include "shims/cpu/ordering.h"
+#include "shims/common/select_args.h"
 
 using namespace kiln;
 using namespace kiln::cpu;
 
 namespace {
-
-int64_t integer_nan(DType d) {
-  if (d == DType::Int64) return std::numeric_limits<int64_t>::min();
-  if (d == DType::Int32) return std::numeric_limits<int32_t>::min();
-  return 0;
-}
 
 AOTITorchError median_impl(const char* fn, AtenTensorHandle self_h, AtenTensorHandle* ret0, bool ignore_nan) {
   return aoti::guarded(fn, [&]() -> Error {
@@ -46,7 +41,7 @@ AOTITorchError median_impl(const char* fn, AtenTensorHandle self_h, AtenTensorHa
       write_elements(&result, out);
     } else {
       std::vector<int64_t> v = read_elements<int64_t>(*self);
-      int64_t result = integer_nan(self->dtype());
+      int64_t result = aoti::empty_median_integer(self->dtype());
       if (!v.empty()) {
         const auto mid = v.begin() + static_cast<std::ptrdiff_t>((v.size() - 1) / 2);
         std::nth_element(v.begin(), mid, v.end());

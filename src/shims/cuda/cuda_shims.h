@@ -236,6 +236,18 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__embedding_bag_forward_only(Aten
 /// torch.mode along `dim` with ATen CUDA's choice among equally frequent values
 /// and of the position (mode.cpp, kernels/mode_kernel.h).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mode(AtenTensorHandle self, int64_t dim, int32_t keepdim, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// The k-th smallest element of each line along `dim` and its first position (kthvalue.cpp).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_kthvalue(AtenTensorHandle self, int64_t k, int64_t dim, int32_t keepdim, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// Lower median of all elements as a 0-d tensor; NaN if any is NaN (median.cpp).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_median(AtenTensorHandle self, AtenTensorHandle* ret0);
+/// Lower median of all non-NaN elements as a 0-d tensor (median.cpp).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_nanmedian(AtenTensorHandle self, AtenTensorHandle* ret0);
+/// out (int32) = self @ mat2 (int8), summed with wraparound: cuBLASLt's int8 kernels
+/// for a row-major self and column-major mat2, else a tiled kernel (int_mm.cpp).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__int_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+/// self (float32/bfloat16/float16, m x k) @ mat2 (int8, n x k)^T * scales (n), float32
+/// accumulation, a new contiguous m x n of self's dtype (int_mm.cpp).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int8pack_mm(AtenTensorHandle self, AtenTensorHandle mat2, AtenTensorHandle scales, AtenTensorHandle* ret0);
 
 // ---- FFT (fft.cpp): cuFFT, opened on first use; results strided as ATen's CUDA kernels'.
 /// n-d DFT of real float32/float64 `self` over `dim` (complex64/complex128);

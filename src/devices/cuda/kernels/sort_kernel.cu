@@ -1,3 +1,4 @@
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_segmented_sort.cuh>
 #include <cub/device/device_select.cuh>
 #include <cuda_bf16.h>
@@ -125,6 +126,20 @@ Result<SortLayout> sort_layout(const LineShape& shape, bool descending) {
   l.offsets = at;
   at += align_up(static_cast<size_t>(shape.lines() + 1) * sizeof(int64_t));
   size_t temp = 0;
+  if (shape.lines() == 1) {
+    const cudaError_t st =
+        descending ? cub::DeviceRadixSort::SortPairsDescending(nullptr, temp, static_cast<const K*>(nullptr),
+                                                               static_cast<K*>(nullptr),
+                                                               static_cast<const int64_t*>(nullptr),
+                                                               static_cast<int64_t*>(nullptr), n)
+                   : cub::DeviceRadixSort::SortPairs(nullptr, temp, static_cast<const K*>(nullptr),
+                                                     static_cast<K*>(nullptr), static_cast<const int64_t*>(nullptr),
+                                                     static_cast<int64_t*>(nullptr), n);
+    KILN_RETURN_IF_ERROR(cuda_status(st, "sizing the radix sort"));
+    l.temp = at;
+    l.total = at + align_up(temp);
+    return l;
+  }
   const cudaError_t st =
       descending ? cub::DeviceSegmentedSort::StableSortPairsDescending(
                        nullptr, temp, static_cast<const K*>(nullptr), static_cast<K*>(nullptr),
@@ -157,13 +172,24 @@ Error sort_typed(const void* in, DType dtype, const StridedIndexer& in_index, co
   segment_offsets_kernel<<<grid_for(shape.lines() + 1), kThreads, 0, stream>>>(offsets, shape.lines(), shape.size);
   KILN_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "launching the sort gather kernels"));
   size_t temp = l.total - l.temp;
-  const cudaError_t st =
-      descending ? cub::DeviceSegmentedSort::StableSortPairsDescending(base + l.temp, temp, keys_in, keys_out, pos_in,
-                                                                       pos_out, n, shape.lines(), offsets,
-                                                                       offsets + 1, stream)
-                 : cub::DeviceSegmentedSort::StableSortPairs(base + l.temp, temp, keys_in, keys_out, pos_in, pos_out,
+  // One line (a 1-d sort, a whole-tensor median): the segmented sort would
+  // give the one segment to a single thread block; the device-wide radix
+  // sort, stable too, spreads it over the whole GPU.
+  cudaError_t st = cudaSuccess;
+  constexpr int kKeyBits = static_cast<int>(sizeof(K) * 8);
+  if (shape.lines() == 1 && descending)
+    st = cub::DeviceRadixSort::SortPairsDescending(base + l.temp, temp, keys_in, keys_out, pos_in, pos_out, n, 0,
+                                                   kKeyBits, stream);
+  else if (shape.lines() == 1)
+    st = cub::DeviceRadixSort::SortPairs(base + l.temp, temp, keys_in, keys_out, pos_in, pos_out, n, 0, kKeyBits,
+                                         stream);
+  else if (descending)
+    st = cub::DeviceSegmentedSort::StableSortPairsDescending(base + l.temp, temp, keys_in, keys_out, pos_in, pos_out,
                                                              n, shape.lines(), offsets, offsets + 1, stream);
-  KILN_RETURN_IF_ERROR(cuda_status(st, "the segmented sort"));
+  else
+    st = cub::DeviceSegmentedSort::StableSortPairs(base + l.temp, temp, keys_in, keys_out, pos_in, pos_out, n,
+                                                   shape.lines(), offsets, offsets + 1, stream);
+  KILN_RETURN_IF_ERROR(cuda_status(st, shape.lines() == 1 ? "the radix sort" : "the segmented sort"));
   if (count > 0) {
     scatter_lines_kernel<<<grid_for(shape.lines() * count), kThreads, 0, stream>>>(
         in, element_size(dtype), in_index, pos_out, shape, count, out_index, values, indices);

@@ -1,7 +1,8 @@
 // Sorting along one dimension on the GPU (sort, topk, and what builds on them):
 // the lines of a tensor of any strides are gathered into a [lines, size]
 // buffer as radix keys with their positions, sorted stably per line by CUB's
-// segmented sort (keys order as ATen does: NaN after +inf ascending and first
+// segmented sort, or a single line by its device-wide radix sort (keys order
+// as ATen does: NaN after +inf ascending and first
 // descending, -0.0 equal to 0.0), and the first `count` of each line scattered back into a tensor laid
 // out by an indexer. Plus nonzero's flat-index selection.
 #pragma once

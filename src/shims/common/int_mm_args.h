@@ -1,0 +1,62 @@
+// Argument checks shared by every device's _int_mm_out and
+// _weight_int8pack_mm (the int8-quantized products), so the devices refuse
+// the same inputs with the same messages. Sizes and dtypes only: the devices
+// read their tensors differently.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "kiln/dtype.h"
+#include "kiln/error.h"
+#include "shims/common/shim_util.h"
+
+namespace kiln::aoti {
+
+namespace int_mm_detail {
+inline Error expect_dtype(DType got, DType want, const char* name) {
+  if (got != want)
+    return invalid(std::string("argument '") + name + "' has dtype " + dtype_name(got) + ", expected " +
+                   dtype_name(want));
+  return Error::Ok;
+}
+}  // namespace int_mm_detail
+
+/// out (m x n, int32) = self (m x k, int8) @ mat2 (k x n, int8).
+inline Error int_mm_args(DType self_dtype, std::span<const int64_t> self, DType mat2_dtype,
+                         std::span<const int64_t> mat2, DType out_dtype, std::span<const int64_t> out) {
+  if (self.size() != 2 || mat2.size() != 2)
+    return invalid("arguments 'self' and 'mat2' must be 2-d, got " + shape_string(self) + ", " + shape_string(mat2));
+  if (self[1] != mat2[0])
+    return invalid("shape mismatch: self " + shape_string(self) + " @ mat2 " + shape_string(mat2));
+  KILN_RETURN_IF_ERROR(int_mm_detail::expect_dtype(self_dtype, DType::Int8, "self"));
+  KILN_RETURN_IF_ERROR(int_mm_detail::expect_dtype(mat2_dtype, DType::Int8, "mat2"));
+  KILN_RETURN_IF_ERROR(int_mm_detail::expect_dtype(out_dtype, DType::Int32, "out"));
+  if (out.size() != 2 || out[0] != self[0] || out[1] != mat2[1])
+    return invalid("argument 'out' has shape " + shape_string(out) + ", expected [" + std::to_string(self[0]) + ", " +
+                   std::to_string(mat2[1]) + "]");
+  return Error::Ok;
+}
+
+/// result (m x n, self's dtype) = self (m x k: float32, bfloat16 or float16)
+/// @ mat2 (n x k, int8) transposed, times scales (n, self's dtype) per column.
+inline Error weight_int8pack_args(DType self_dtype, std::span<const int64_t> self, DType mat2_dtype,
+                                  std::span<const int64_t> mat2, DType scales_dtype,
+                                  std::span<const int64_t> scales) {
+  if (self_dtype != DType::Float32 && self_dtype != DType::BFloat16 && self_dtype != DType::Float16)
+    return set_error(Error::NotSupported, std::string("argument 'self' has dtype ") + dtype_name(self_dtype) +
+                                              ", expected float32, bfloat16 or float16");
+  KILN_RETURN_IF_ERROR(int_mm_detail::expect_dtype(mat2_dtype, DType::Int8, "mat2"));
+  KILN_RETURN_IF_ERROR(int_mm_detail::expect_dtype(scales_dtype, self_dtype, "scales"));
+  if (self.size() != 2) return invalid("argument 'self' must be 2-d, got shape " + shape_string(self));
+  if (mat2.size() != 2) return invalid("argument 'mat2' must be 2-d, got shape " + shape_string(mat2));
+  const int64_t k = self[1], n = mat2[0];
+  if (mat2[1] != k)
+    return invalid("argument 'mat2' has shape " + shape_string(mat2) + ", expected [N, " + std::to_string(k) + "]");
+  if (scales.size() != 1 || scales[0] != n)
+    return invalid("argument 'scales' has shape " + shape_string(scales) + ", expected [" + std::to_string(n) + "]");
+  return Error::Ok;
+}
+
+}  // namespace kiln::aoti

@@ -1,0 +1,211 @@
+// aoti_torch_cuda__int_mm_out and aoti_torch_cuda__weight_int8pack_mm: the
+// integer products of int8-quantized models (argument checks shared with the
+// CPU ops: shims/common/int_mm_args.h).
+//
+// _int_mm_out: out = self @ mat2, int8 products summed in int32 (wrapping).
+// cuBLASLt's int8 kernels (compute type 32I) take the layout a linear layer
+// gives, self row-major and mat2 column-major (mat2 = weight.t()) with out
+// row-major, when its heuristic finds an algorithm for the sizes and
+// alignments; every other case (other layouts, k == 0, sizes cuBLASLt's
+// int8 kernels refuse) runs a tiled kernel (kernels/int8_mm_kernel.h). ATen's
+// CUDA kernel refuses self with 16 rows or fewer, k or n not a multiple of 8
+// and a non-contiguous out; these are computed here instead of refused.
+//
+// _weight_int8pack_mm: a kernel that streams each int8 weight row once per
+// group of four activation rows (the decode case reads the weight once),
+// float32 dot products scaled per column and rounded once to self's dtype.
+// The result is a new contiguous [m, n] tensor of self's dtype.
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "devices/cuda/kernels/int8_mm_kernel.h"
+#include "devices/cuda/libraries/cublaslt_api.h"
+#include "shims/common/int_mm_args.h"
+#include "shims/cuda/cuda_shims.h"
+#include "shims/cuda/lt_algo_cache.h"
+#include "shims/cuda/op_util.h"
+
+using namespace kiln;
+using namespace kiln::cudadev;
+
+namespace {
+
+Error same_device(const TensorRef& t, const TensorRef& ref, const char* name, const char* ref_name) {
+  if (t.device_index != ref.device_index)
+    return aoti::invalid(std::string("argument '") + name + "' is on CUDA device " + std::to_string(t.device_index) +
+                         " but " + ref_name + " on " + std::to_string(ref.device_index));
+  return Error::Ok;
+}
+
+// The largest power of two (up to 256) dividing the address: what the
+// heuristic may assume of a pointer's alignment.
+uint32_t alignment_of(const void* p) {
+  const uint64_t bits = reinterpret_cast<uintptr_t>(p) | 256u;
+  return static_cast<uint32_t>(bits & (~bits + 1));
+}
+
+// The heuristic's answer for one int8 problem, including "no algorithm", so
+// a layout cuBLASLt refuses costs one heuristic call, not one per product.
+struct Int8Choice {
+  bool supported = false;
+  cublasLtMatmulAlgo_t algo{};
+  size_t workspace = 0;
+};
+
+LtAlgoCache<Int8Choice>& int8_cache() {
+  static LtAlgoCache<Int8Choice> cache(256);
+  return cache;
+}
+
+struct Int8LtResources {
+  const CublasLtApi* api = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  ~Int8LtResources() {
+    if (pref) api->pref_destroy(pref);
+    if (d) api->layout_destroy(d);
+    if (b) api->layout_destroy(b);
+    if (a) api->layout_destroy(a);
+    if (desc) api->desc_destroy(desc);
+  }
+};
+
+// out (m x n, row-major, leading dimension ldo) = a (m x k, row-major, lda)
+// @ b (k x n, column-major, ldb) through cuBLASLt, seen column-major as
+// out^T (n x m) = op_T(b stored k x n) @ a^T (stored k x m): the "TN" form
+// its int8 kernels require. Returns *done = false, having queued nothing,
+// when cuBLASLt has no algorithm for the problem.
+Error int_mm_cublaslt(const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb, int32_t* out, int64_t ldo,
+                      int64_t m, int64_t n, int64_t k, int device, cudaStream_t stream, bool* done) {
+  *done = false;
+  KILN_ASSIGN_OR_RETURN(const CublasLtApi* api, cublaslt());
+  KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, cublaslt_handle(*api, device));
+  Int8LtResources r;
+  r.api = api;
+  KILN_RETURN_IF_ERROR(
+      cublas_status(*api, api->desc_create(&r.desc, CUBLAS_COMPUTE_32I, CUDA_R_32I), "cublasLtMatmulDescCreate"));
+  const int32_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  KILN_RETURN_IF_ERROR(
+      cublas_status(*api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), "TRANSA"));
+  KILN_RETURN_IF_ERROR(
+      cublas_status(*api, api->desc_set(r.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), "TRANSB"));
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  KILN_RETURN_IF_ERROR(cublas_status(*api, api->layout_create(&r.a, CUDA_R_8I, u(k), u(n), ldb),
+                                     "cublasLtMatrixLayoutCreate"));
+  KILN_RETURN_IF_ERROR(cublas_status(*api, api->layout_create(&r.b, CUDA_R_8I, u(k), u(m), lda),
+                                     "cublasLtMatrixLayoutCreate"));
+  KILN_RETURN_IF_ERROR(cublas_status(*api, api->layout_create(&r.d, CUDA_R_32I, u(n), u(m), ldo),
+                                     "cublasLtMatrixLayoutCreate"));
+  const uint32_t align_a = alignment_of(b), align_b = alignment_of(a), align_d = alignment_of(out);
+  LtProblemKey key{};
+  const int64_t fields[] = {device, m, n, k, lda, ldb, ldo, align_a, align_b, align_d};
+  for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); ++i) key[i] = fields[i];
+  Int8Choice choice;
+  if (auto cached = int8_cache().find(key)) {
+    choice = *cached;
+  } else {
+    constexpr uint64_t kMaxWorkspace = 32ull << 20;
+    KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_create(&r.pref), "cublasLtMatmulPreferenceCreate"));
+    KILN_RETURN_IF_ERROR(cublas_status(
+        *api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kMaxWorkspace, sizeof(kMaxWorkspace)),
+        "workspace preference"));
+    const struct {
+      cublasLtMatmulPreferenceAttributes_t attr;
+      const uint32_t* value;
+    } aligns[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a},
+                  {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b},
+                  {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d},
+                  {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d}};
+    for (const auto& al : aligns)
+      KILN_RETURN_IF_ERROR(
+          cublas_status(*api, api->pref_set(r.pref, al.attr, al.value, sizeof(uint32_t)), "alignment preference"));
+    cublasLtMatmulHeuristicResult_t result{};
+    int returned = 0;
+    const cublasStatus_t status = api->heuristic(handle, r.desc, r.a, r.b, r.d, r.d, r.pref, 1, &result, &returned);
+    // Sizes or leading dimensions the int8 kernels do not take come back as
+    // NOT_SUPPORTED or as no algorithm: the tiled kernel computes those.
+    if (status == CUBLAS_STATUS_NOT_SUPPORTED) returned = 0;
+    else KILN_RETURN_IF_ERROR(cublas_status(*api, status, "cublasLtMatmulAlgoGetHeuristic"));
+    if (returned > 0) {
+      choice.supported = true;
+      choice.algo = result.algo;
+      choice.workspace = result.workspaceSize;
+    }
+    int8_cache().insert(key, choice);
+  }
+  if (!choice.supported) return Error::Ok;
+  DeviceBuffer workspace;
+  if (choice.workspace > 0) {
+    KILN_ASSIGN_OR_RETURN(workspace, DeviceBuffer::allocate(choice.workspace, device, stream));
+  }
+  const int32_t alpha = 1, beta = 0;
+  const cublasStatus_t status = api->matmul(handle, r.desc, &alpha, b, r.a, a, r.b, &beta, out, r.d, out, r.d,
+                                            &choice.algo, workspace.get(), choice.workspace, stream);
+  // A refusal at launch queues nothing either: the tiled kernel takes over.
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED) return Error::Ok;
+  KILN_RETURN_IF_ERROR(cublas_status(*api, status, "cublasLtMatmul"));
+  *done = true;
+  return Error::Ok;
+}
+
+}  // namespace
+
+extern "C" {
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__int_mm_out(AtenTensorHandle out_h, AtenTensorHandle self_h,
+                                                            AtenTensorHandle mat2_h) {
+  return aoti::guarded("aoti_torch_cuda__int_mm_out", [&]() -> Error {
+    KILN_ASSIGN_OR_RETURN(TensorRef out, read_tensor(out_h, "out"));
+    KILN_ASSIGN_OR_RETURN(TensorRef a, read_tensor(self_h, "self"));
+    KILN_ASSIGN_OR_RETURN(TensorRef b, read_tensor(mat2_h, "mat2"));
+    KILN_RETURN_IF_ERROR(aoti::int_mm_args(a.dtype, a.sizes, b.dtype, b.sizes, out.dtype, out.sizes));
+    KILN_RETURN_IF_ERROR(same_device(a, out, "self", "out"));
+    KILN_RETURN_IF_ERROR(same_device(b, out, "mat2", "out"));
+    const int64_t m = a.sizes[0], k = a.sizes[1], n = b.sizes[1];
+    if (m == 0 || n == 0) return Error::Ok;
+    cudaStream_t stream = current_stream(out.device_index);
+    const auto* pa = static_cast<const int8_t*>(a.data);
+    const auto* pb = static_cast<const int8_t*>(b.data);
+    auto* po = static_cast<int32_t*>(out.data);
+    // The unit stride of a dimension of size 1 does not matter; its leading
+    // dimension is then taken as dense.
+    const bool a_rows = a.strides[1] == 1 || k == 1, b_cols = b.strides[0] == 1 || k == 1,
+               out_rows = out.strides[1] == 1 || n == 1;
+    const int64_t lda = m == 1 ? k : a.strides[0], ldb = n == 1 ? k : b.strides[1],
+                  ldo = m == 1 ? n : out.strides[0];
+    if (k > 0 && a_rows && b_cols && out_rows && lda >= k && ldb >= k && ldo >= n) {
+      bool done = false;
+      KILN_RETURN_IF_ERROR(int_mm_cublaslt(pa, lda, pb, ldb, po, ldo, m, n, k, out.device_index, stream, &done));
+      if (done) return Error::Ok;
+    }
+    return launch_int_mm_tiled({pa, a.strides[0], a.strides[1]}, {pb, b.strides[0], b.strides[1]},
+                               {po, out.strides[0], out.strides[1]}, m, n, k, stream);
+  });
+}
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int8pack_mm(AtenTensorHandle self_h, AtenTensorHandle mat2_h,
+                                                                    AtenTensorHandle scales_h,
+                                                                    AtenTensorHandle* ret0) {
+  return aoti::guarded("aoti_torch_cuda__weight_int8pack_mm", [&]() -> Error {
+    KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
+    KILN_ASSIGN_OR_RETURN(TensorRef x, read_tensor(self_h, "self"));
+    KILN_ASSIGN_OR_RETURN(TensorRef w, read_tensor(mat2_h, "mat2"));
+    KILN_ASSIGN_OR_RETURN(TensorRef s, read_tensor(scales_h, "scales"));
+    KILN_RETURN_IF_ERROR(aoti::weight_int8pack_args(x.dtype, x.sizes, w.dtype, w.sizes, s.dtype, s.sizes));
+    KILN_RETURN_IF_ERROR(same_device(w, x, "mat2", "self"));
+    KILN_RETURN_IF_ERROR(same_device(s, x, "scales", "self"));
+    const int64_t m = x.sizes[0], k = x.sizes[1], n = w.sizes[0];
+    KILN_ASSIGN_OR_RETURN(OwnedHandle result, new_contiguous(std::vector<int64_t>{m, n}, x.dtype, x.device_index));
+    KILN_ASSIGN_OR_RETURN(TensorRef r, read_tensor(result.get(), "ret0"));
+    KILN_RETURN_IF_ERROR(launch_weight_int8pack_mm(x.data, x.strides[0], x.strides[1],
+                                                   {static_cast<const int8_t*>(w.data), w.strides[0], w.strides[1]},
+                                                   s.data, s.strides[0], x.dtype, r.data, m, n, k,
+                                                   current_stream(x.device_index)));
+    return return_handle(result, ret0, "ret0");
+  });
+}
+
+}  // extern "C"
