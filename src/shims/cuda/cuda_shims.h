@@ -183,6 +183,11 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_nonzero_static(AtenTensorHandle 
 /// total back (to size the result, or to check output_size); under capture output_size is required.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_repeat_interleave_Tensor(AtenTensorHandle repeats, int64_t* output_size, AtenTensorHandle* ret0);
 
+// ---- Joining, normalization, factories and integer elementwise (cat.cpp, fused_rms_norm.cpp, hann_window.cpp,
+// efficientzerotensor.cpp, gcd.cpp). Results are new references the caller owns.
+/// Inputs joined along dim with ATen's promotion, legacy-empty skipping and result memory format; any strides.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cat(const AtenTensorHandle* tensors, int64_t tensors_len_, int64_t dim, AtenTensorHandle* ret0);
+
 // ---- Scans (cumsum.cpp, logcumsumexp.cpp, cummax.cpp) and random ops (random.cpp; draw from the method's seed, aoti.seed).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumprod(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
