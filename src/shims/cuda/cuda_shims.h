@@ -187,6 +187,9 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_repeat_interleave_Tensor(AtenTen
 // efficientzerotensor.cpp, gcd.cpp). Results are new references the caller owns.
 /// Inputs joined along dim with ATen's promotion, legacy-empty skipping and result memory format; any strides.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cat(const AtenTensorHandle* tensors, int64_t tensors_len_, int64_t dim, AtenTensorHandle* ret0);
+/// RMS normalization over the trailing normalized_shape dims (ret0, contiguous) and rstd (ret1, float32 or
+/// float64, input's shape with normalized dims 1); weight and eps may be null.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__fused_rms_norm(AtenTensorHandle input, const int64_t* normalized_shape, int64_t normalized_shape_len_, AtenTensorHandle* weight, double* eps, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
 
 // ---- Scans (cumsum.cpp, logcumsumexp.cpp, cummax.cpp) and random ops (random.cpp; draw from the method's seed, aoti.seed).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
