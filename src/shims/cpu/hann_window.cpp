@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "devices/cpu/element_buffer.h"
+#include "shims/common/factory_args.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/op_args.h"
 
@@ -20,11 +21,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_hann_window(int64_t window_length
   (void)device_index_;
   return aoti::guarded("aoti_torch_cpu_hann_window", [&]() -> Error {
     KILN_ASSIGN_OR_RETURN(DType dt, factory_options(dtype, layout, device, pin_memory, DType::Float32));
-    if (!is_floating(dt))
-      return aoti::invalid(std::string("hann_window expects a floating point dtype, got ") + dtype_name(dt));
-    if (window_length < 0)
-      return aoti::invalid("hann_window requires non-negative window_length, got " +
-                           std::to_string(window_length));
+    KILN_RETURN_IF_ERROR(aoti::window_args("hann_window", window_length, dt));
     const int64_t n = window_length;
     KILN_ASSIGN_OR_RETURN(Tensor out, new_cpu_tensor(std::vector<int64_t>{n}, dt));
     std::vector<double> w(static_cast<size_t>(n));
