@@ -2,6 +2,8 @@
 
 #include <thrust/complex.h>
 
+#include <type_traits>
+
 #include "devices/cuda/cuda_check.h"
 
 namespace kiln::cudadev {
@@ -37,6 +39,34 @@ __device__ int64_t int_pow(int64_t base, int64_t exp) {
     base = wrap_mul(base, base);
   }
   return result;
+}
+
+// ATen's gcd loop run in T: |a| and |b| wrap in T (the most negative value
+// stays negative) and % truncates, so such a value gives ATen's answer,
+// which can be negative.
+template <typename T>
+__device__ int64_t gcd_as(int64_t x, int64_t y) {
+  auto magnitude = [](T v) -> T {
+    if constexpr (std::is_signed_v<T>) return v < 0 ? static_cast<T>(0 - static_cast<uint64_t>(v)) : v;
+    else return v;
+  };
+  T a = magnitude(static_cast<T>(x)), b = magnitude(static_cast<T>(y));
+  while (a != 0) {
+    const T c = a;
+    a = static_cast<T>(b % a);
+    b = c;
+  }
+  return static_cast<int64_t>(b);
+}
+
+__device__ int64_t gcd_in(DType dtype, int64_t x, int64_t y) {
+  switch (dtype) {
+    case DType::UInt8: return gcd_as<uint8_t>(x, y);
+    case DType::Int8: return gcd_as<int8_t>(x, y);
+    case DType::Int16: return gcd_as<int16_t>(x, y);
+    case DType::Int32: return gcd_as<int32_t>(x, y);
+    default: return gcd_as<int64_t>(x, y);
+  }
 }
 
 __device__ int64_t load_int_at(const ElementwiseOperand& o, int64_t k) {
@@ -143,7 +173,9 @@ __global__ void elementwise_kernel(ElementwiseOp op, ComputeClass compute, Eleme
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < numel;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t off = out_index.offset(k);
-    if (op == ElementwiseOp::Polar) {
+    if (op == ElementwiseOp::Gcd) {
+      store_int(out, out_dtype, off, gcd_in(out_dtype, load_int_at(a, k), load_int_at(b, k)));
+    } else if (op == ElementwiseOp::Polar) {
       const double r = load_double_at(a, k), theta = load_double_at(b, k);
       store_complex(out, out_dtype, off, Complex(r * cos(theta), r * sin(theta)));
     } else if (compute == ComputeClass::Integer) {
