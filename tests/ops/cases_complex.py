@@ -302,6 +302,9 @@ def _gcd(g):
                id="int8-int32-broadcast")
     yield Case(dict(self=g.tensor((4, 3), torch.int64, low=0, high=50).t(), other=g.tensor((3, 4), torch.int64, low=0, high=50)),
                id="transposed")
+    # ATen computes in the dtype: |-128| wraps to -128 in int8, and its gcd with 6 is -2.
+    yield Case(dict(self=torch.tensor([-128, -128, 6, 0, -128, 12], dtype=torch.int8),
+                    other=torch.tensor([6, 0, -128, -128, -128, -18], dtype=torch.int8)), id="int8-most-negative")
     yield Case(dict(self=g.tensor((3,)), other=g.tensor((3,))), error="integer", id="float")
     yield Case(dict(self=g.tensor((3,), torch.bool), other=g.tensor((3,), torch.bool)), error="integer", id="bool")
 

@@ -2,9 +2,8 @@
 
 #include <thrust/complex.h>
 
-#include <type_traits>
-
 #include "devices/cuda/cuda_check.h"
+#include "shims/common/gcd_value.h"
 
 namespace kiln::cudadev {
 
@@ -41,31 +40,14 @@ __device__ int64_t int_pow(int64_t base, int64_t exp) {
   return result;
 }
 
-// ATen's gcd loop run in T: |a| and |b| wrap in T (the most negative value
-// stays negative) and % truncates, so such a value gives ATen's answer,
-// which can be negative.
-template <typename T>
-__device__ int64_t gcd_as(int64_t x, int64_t y) {
-  auto magnitude = [](T v) -> T {
-    if constexpr (std::is_signed_v<T>) return v < 0 ? static_cast<T>(0 - static_cast<uint64_t>(v)) : v;
-    else return v;
-  };
-  T a = magnitude(static_cast<T>(x)), b = magnitude(static_cast<T>(y));
-  while (a != 0) {
-    const T c = a;
-    a = static_cast<T>(b % a);
-    b = c;
-  }
-  return static_cast<int64_t>(b);
-}
-
+// gcd in the result's dtype (shims/common/gcd_value.h).
 __device__ int64_t gcd_in(DType dtype, int64_t x, int64_t y) {
   switch (dtype) {
-    case DType::UInt8: return gcd_as<uint8_t>(x, y);
-    case DType::Int8: return gcd_as<int8_t>(x, y);
-    case DType::Int16: return gcd_as<int16_t>(x, y);
-    case DType::Int32: return gcd_as<int32_t>(x, y);
-    default: return gcd_as<int64_t>(x, y);
+    case DType::UInt8: return aoti::gcd_value(static_cast<uint8_t>(x), static_cast<uint8_t>(y));
+    case DType::Int8: return aoti::gcd_value(static_cast<int8_t>(x), static_cast<int8_t>(y));
+    case DType::Int16: return aoti::gcd_value(static_cast<int16_t>(x), static_cast<int16_t>(y));
+    case DType::Int32: return aoti::gcd_value(static_cast<int32_t>(x), static_cast<int32_t>(y));
+    default: return aoti::gcd_value(static_cast<int64_t>(x), static_cast<int64_t>(y));
   }
 }
 
