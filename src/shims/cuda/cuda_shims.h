@@ -197,6 +197,13 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__efficientzerotensor(const int64
 /// Elementwise greatest common divisor of integer tensors, broadcast.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_gcd(AtenTensorHandle self, AtenTensorHandle other, AtenTensorHandle* ret0);
 
+// ---- Distances (cdist.cpp): float32/float64, any strides, summed in the input's dtype.
+/// p-norm distances between the rows of x1 and x2 (batch dims broadcast); p = 2 takes ATen's matrix-product
+/// formula when compute_mode (may be null) is 1, or 0/null with more than 25 rows on either side.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__cdist_forward(AtenTensorHandle x1, AtenTensorHandle x2, double p, int64_t* compute_mode, AtenTensorHandle* ret0);
+/// p-norm distances between the rows (i, j > i) of a 2-d tensor, in row-major pair order.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__pdist_forward(AtenTensorHandle self, double p, AtenTensorHandle* ret0);
+
 // ---- Scans (cumsum.cpp, logcumsumexp.cpp, cummax.cpp) and random ops (random.cpp; draw from the method's seed, aoti.seed).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumprod(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
