@@ -79,9 +79,10 @@ __global__ void cdist_kernel(CdistArgs a, Norm norm) {
     const int64_t j = t % a.rows2;
     const int64_t bi = t / a.rows2;  // batch * rows1 + i
     const int64_t b = bi / a.rows1;
-    // Row starts: column 0 of the row in the broadcast views.
-    const int64_t r1 = a.x1_index.offset(bi * a.cols);
-    const int64_t r2 = a.x2_index.offset((b * a.rows2 + j) * a.cols);
+    // Row starts: column 0 of the row in the broadcast views (none without
+    // columns: the indexer would divide by the empty dimension).
+    const int64_t r1 = a.cols == 0 ? 0 : a.x1_index.offset(bi * a.cols);
+    const int64_t r2 = a.cols == 0 ? 0 : a.x2_index.offset((b * a.rows2 + j) * a.cols);
     out[t] = a.by_product ? row_distance_by_product(x1 + r1, s1, x2 + r2, s2, a.cols)
                           : row_distance(x1 + r1, s1, x2 + r2, s2, a.cols, norm, static_cast<T>(a.p));
   }
