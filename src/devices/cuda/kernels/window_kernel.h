@@ -1,6 +1,6 @@
 // Window functions on the GPU (hann_window), computed as ATen composes them
-// from arange, mul_, cos_, mul_ and add_ in the result's dtype, each step
-// rounded to that dtype, so narrow dtypes round as ATen's do.
+// (shims/common/window_value.h, shared with the CPU op): each step rounded to
+// the result's dtype, so narrow dtypes round as ATen's do.
 #pragma once
 
 #include <cuda_runtime_api.h>
