@@ -209,6 +209,8 @@ def _scatter_value(g):
     yield Case(dict(self=self, dim=1, index=index, value=float("-inf"), out=torch.empty_like(self)), id="dim1-inf")
     yield Case(dict(self=g.tensor((3, 4)), dim=1, index=torch.tensor([[4]]), value=1.0, out=torch.empty(3, 4)),
                error="index 4 is out of bounds for dimension 1 with size 4", id="oob")
+    yield Case(dict(self=g.tensor((3, 4), torch.int8), dim=0, index=torch.tensor([[0]]), value=300.0,
+                    out=torch.empty(3, 4, dtype=torch.int8)), error="cannot be converted to int8", id="overflow")
 
 
 @cases("scatter_reduce_two_out")
@@ -223,6 +225,15 @@ def _scatter_reduce(g):
                 yield Case(dict(self=self, dim=0, index=index, src=src, reduce=reduce, include_self=include_self,
                                 out=torch.empty_like(self)), id=f"{reduce}-{int(include_self)}-{_short(dt)}",
                            rtol=3e-2 if lowp else None, atol=3e-2 if lowp else None)
+    # One-byte and two-byte integers fold through a CAS of the 32-bit word that holds them (on CUDA); many
+    # duplicate targets, so neighbours in one word race.
+    for i, reduce in enumerate(("sum", "prod", "mean", "amax", "amin")):
+        for dt in (torch.int8, torch.uint8, torch.int16):
+            self, src = g.tensor((3, 8), dt, -4, 5), g.tensor((6, 8), dt, -4, 5)
+            yield Case(dict(self=self, dim=0, index=g.index((6, 8), 3), src=src, reduce=reduce,
+                            include_self=i % 2 == 0, out=torch.empty_like(self)), id=f"{reduce}-{_short(dt)}")
+    yield Case(dict(self=g.tensor((3, 4)), dim=0, index=torch.zeros(0, 4, dtype=torch.int64), src=g.tensor((2, 4)),
+                    reduce="mean", include_self=False, out=torch.empty(3, 4)), id="empty-index-mean")
     for reduce in ("sum", "prod", "amax"):
         self, src = g.tensor((3, 4), torch.bool), g.tensor((3, 4), torch.bool)
         yield Case(dict(self=self, dim=1, index=g.index((3, 4), 4), src=src, reduce=reduce, include_self=True,
@@ -275,6 +286,13 @@ def _index_reduce(g):
                     source=g.tensor((3, 4), torch.complex128), reduce="prod", include_self=True), id="complex-prod")
     yield Case(dict(self=torch.tensor(2.0), dim=0, index=torch.tensor([0]), source=torch.tensor(3.0), reduce="prod",
                     include_self=True), id="scalar")
+    nan_source = torch.tensor([[1.0, float("nan")], [float("nan"), 3.0], [2.0, 5.0]])
+    for reduce in ("amax", "amin"):
+        yield Case(dict(self=torch.zeros(2, 2), dim=0, index=torch.tensor([1, 1, 0]), source=nan_source, reduce=reduce,
+                        include_self=False), id=f"nan-{reduce}")
+    for dt in (torch.int8, torch.uint8):
+        yield Case(dict(self=g.tensor((3, 5), dt, -4, 5), dim=1, index=g.index((7,), 5),
+                        source=g.tensor((3, 7), dt, -4, 5), reduce="mean", include_self=True), id=f"mean-{_short(dt)}")
     yield Case(dict(self=g.tensor((3, 4)), dim=0, index=torch.zeros(0, dtype=torch.int64), source=g.tensor((0, 4)),
                     reduce="amax", include_self=True), id="empty-index")
     yield Case(dict(self=g.tensor((3, 4)), dim=0, index=torch.tensor([3]), source=g.tensor((1, 4)), reduce="prod",

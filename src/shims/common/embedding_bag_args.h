@@ -26,12 +26,6 @@ struct EmbeddingBagShape {
 
 inline constexpr int64_t kEmbeddingBagSum = 0, kEmbeddingBagMean = 1, kEmbeddingBagMax = 2;
 
-inline Error embedding_index_dtype_check(DType dtype, const char* name) {
-  if (dtype != DType::Int64 && dtype != DType::Int32)
-    return invalid(std::string("argument '") + name + "' has dtype " + dtype_name(dtype) + ", expected int64 or int32");
-  return Error::Ok;
-}
-
 /// The checked shapes, or an error naming the argument that is wrong.
 inline Result<EmbeddingBagShape> embedding_bag_args(ArgShape weight, ArgShape indices, ArgShape offsets, int64_t mode,
                                                     std::optional<ArgShape> per_sample_weights,
@@ -42,8 +36,8 @@ inline Result<EmbeddingBagShape> embedding_bag_args(ArgShape weight, ArgShape in
                    ", expected float32, float64, float16 or bfloat16");
   if (weight.sizes.size() != 2)
     return invalid("argument 'weight' has shape " + shape_string(weight.sizes) + ", expected 2-d");
-  KILN_RETURN_IF_ERROR(embedding_index_dtype_check(indices.dtype, "indices"));
-  KILN_RETURN_IF_ERROR(embedding_index_dtype_check(offsets.dtype, "offsets"));
+  KILN_RETURN_IF_ERROR(index_dtype_check(indices.dtype, "indices"));
+  KILN_RETURN_IF_ERROR(index_dtype_check(offsets.dtype, "offsets"));
   if (indices.sizes.size() != 1)
     return invalid("argument 'indices' has shape " + shape_string(indices.sizes) +
                    ", expected 1-d (flatten 2-d input and pass its bag offsets)");

@@ -41,6 +41,20 @@ inline Result<int64_t> wrap_dim(int64_t dim, int64_t rank, const char* name = "d
   return dim < 0 ? dim + r : dim;
 }
 
+/// Error unless `dtype` is an index dtype (int64 or int32).
+inline Error index_dtype_check(DType dtype, const char* name) {
+  if (dtype != DType::Int64 && dtype != DType::Int32)
+    return invalid(std::string("argument '") + name + "' has dtype " + dtype_name(dtype) +
+                   ", expected int64 or int32");
+  return Error::Ok;
+}
+
+/// The error for index value `v` outside [0, size) of dimension `dim`.
+inline Error index_out_of_bounds(int64_t v, int64_t size, int64_t dim, const char* name) {
+  return invalid(std::string("argument '") + name + "': index " + std::to_string(v) +
+                 " is out of bounds for dimension " + std::to_string(dim) + " with size " + std::to_string(size));
+}
+
 /// Hands `t` to the caller through return pointer `ret` (a new reference).
 inline Error return_tensor(Tensor t, AtenTensorHandle* ret, const char* name) {
   KILN_RETURN_IF_ERROR(out_arg(ret, name));

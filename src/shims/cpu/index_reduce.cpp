@@ -26,24 +26,13 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_index_reduce(AtenTensorHandle sel
     KILN_ASSIGN_OR_RETURN(Tensor * self, cpu_tensor_arg(self_h, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor * index, cpu_tensor_arg(index_h, "index"));
     KILN_ASSIGN_OR_RETURN(Tensor * source, cpu_tensor_arg(source_h, "source"));
-    KILN_ASSIGN_OR_RETURN(Reduction r, reduction_arg(reduce, false, "index_reduce"));
-    KILN_RETURN_IF_ERROR(reduction_dtype_check(r, self->dtype()));
-    KILN_RETURN_IF_ERROR(same_dtype(*source, self->dtype(), "source"));
-    KILN_RETURN_IF_ERROR(index_dtype_check(*index, "index"));
-    if (index->dim() > 1)
-      return aoti::invalid("argument 'index' has shape " + aoti::shape_string(index->sizes()) + ", expected a vector");
-    KILN_ASSIGN_OR_RETURN(int64_t d, wrap_dim(dim, self->dim()));
+    KILN_ASSIGN_OR_RETURN(aoti::IndexReduceArgs a,
+                          aoti::index_reduce_args({self->dtype(), self->sizes()}, dim,
+                                                  {index->dtype(), index->sizes()},
+                                                  {source->dtype(), source->sizes()}, reduce));
+    const int64_t d = a.dim, n = a.count;
+    const Reduction r = a.reduce;
     const std::vector<int64_t> ss = nonempty_sizes(*self), sr = nonempty_sizes(*source);
-    bool shape_ok = ss.size() == sr.size();
-    for (size_t j = 0; shape_ok && j < ss.size(); ++j) shape_ok = static_cast<int64_t>(j) == d || ss[j] == sr[j];
-    if (!shape_ok)
-      return aoti::invalid("argument 'source' of shape " + aoti::shape_string(source->sizes()) +
-                           " must match self's shape " + aoti::shape_string(self->sizes()) + " except in dimension " +
-                           std::to_string(d));
-    const int64_t n = index->numel();
-    if (sr[static_cast<size_t>(d)] != n)
-      return aoti::invalid("argument 'index' has " + std::to_string(n) + " elements, but source.size(" +
-                           std::to_string(d) + ") is " + std::to_string(sr[static_cast<size_t>(d)]));
     std::vector<int64_t> idx = read_elements<int64_t>(*index);
     for (int64_t& v : idx) {
       KILN_ASSIGN_OR_RETURN(v, checked_index(v, ss[static_cast<size_t>(d)], d, "index", false));

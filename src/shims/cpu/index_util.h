@@ -18,12 +18,7 @@
 namespace kiln::cpu {
 
 /// `t` as an index tensor: error unless it is int64 or int32.
-inline Error index_dtype_check(const Tensor& t, const char* name) {
-  if (t.dtype() != DType::Int64 && t.dtype() != DType::Int32)
-    return aoti::invalid(std::string("argument '") + name + "' has dtype " + dtype_name(t.dtype()) +
-                         ", expected int64 or int32");
-  return Error::Ok;
-}
+inline Error index_dtype_check(const Tensor& t, const char* name) { return aoti::index_dtype_check(t.dtype(), name); }
 
 /// Error unless `t` is a bool mask.
 inline Error bool_mask_check(const Tensor& t, const char* name) {
@@ -37,10 +32,7 @@ inline Error bool_mask_check(const Tensor& t, const char* name) {
 /// in [0, size): the message names the value, the dimension and its size.
 inline Result<int64_t> checked_index(int64_t v, int64_t size, int64_t dim, const char* name, bool wrap) {
   const int64_t w = (wrap && v < 0) ? v + size : v;
-  if (w < 0 || w >= size)
-    return aoti::invalid(std::string("argument '") + name + "': index " + std::to_string(v) +
-                         " is out of bounds for dimension " + std::to_string(dim) + " with size " +
-                         std::to_string(size));
+  if (w < 0 || w >= size) return aoti::index_out_of_bounds(v, size, dim, name);
   return w;
 }
 

@@ -21,27 +21,14 @@ using namespace kiln::cpu;
 
 namespace {
 
-/// The (target in self, position in src) pairs of a scatter along `dim`, with
-/// every index value and shape checked. `src` may be null (scalar value).
+/// The (target in self, position in src) pairs of a scatter along `dim`
+/// (shapes already checked by aoti::scatter_args), with every index value
+/// checked. `src` may be null (scalar value).
 Result<std::vector<ReducePair>> scatter_pairs(const Tensor& self, int64_t dim, const Tensor& index,
                                               const Tensor* src) {
-  KILN_RETURN_IF_ERROR(index_dtype_check(index, "index"));
   std::vector<ReducePair> pairs;
-  if (index.numel() == 0) return pairs;
   const std::vector<int64_t> ss = nonempty_sizes(self), is = nonempty_sizes(index);
   const std::vector<int64_t> sr = src ? nonempty_sizes(*src) : is;
-  if (is.size() != ss.size())
-    return aoti::invalid("argument 'index' has " + std::to_string(index.dim()) +
-                         " dimensions, expected the same number as self (" + std::to_string(self.dim()) + ")");
-  if (src && sr.size() != is.size())
-    return aoti::invalid("argument 'src' has " + std::to_string(src->dim()) +
-                         " dimensions, expected the same number as index (" + std::to_string(index.dim()) + ")");
-  for (size_t d = 0; d < is.size(); ++d)
-    if ((static_cast<int64_t>(d) != dim && is[d] > ss[d]) || is[d] > sr[d])
-      return aoti::invalid("argument 'index' of shape " + aoti::shape_string(index.sizes()) +
-                           " must be no larger than self " + aoti::shape_string(self.sizes()) +
-                           " apart from dimension " + std::to_string(dim) + " and no larger than src " +
-                           aoti::shape_string(src ? src->sizes() : index.sizes()));
   const std::vector<int64_t> idx = read_elements<int64_t>(index);
   const std::vector<int64_t> self_strides = contiguous_strides(ss), src_strides = contiguous_strides(sr);
   pairs.reserve(idx.size());
@@ -59,11 +46,6 @@ Result<std::vector<ReducePair>> scatter_pairs(const Tensor& self, int64_t dim, c
   return pairs;
 }
 
-Error check_out(const Tensor& out, const Tensor& self) {
-  KILN_RETURN_IF_ERROR(same_dtype(out, self.dtype(), "out"));
-  return expect_shape(out, self.sizes(), "out");
-}
-
 AOTITorchError scatter_impl(const char* fn, AtenTensorHandle out_h, AtenTensorHandle self_h, int64_t dim,
                             AtenTensorHandle index_h, AtenTensorHandle src_h, const double* value,
                             const char* reduce, bool include_self) {
@@ -74,16 +56,18 @@ AOTITorchError scatter_impl(const char* fn, AtenTensorHandle out_h, AtenTensorHa
     Tensor* src = nullptr;
     if (value == nullptr) {
       KILN_ASSIGN_OR_RETURN(src, cpu_tensor_arg(src_h, "src"));
-      KILN_RETURN_IF_ERROR(same_dtype(*src, self->dtype(), "src"));
     }
-    KILN_RETURN_IF_ERROR(check_out(*out, *self));
-    KILN_ASSIGN_OR_RETURN(int64_t d, wrap_dim(dim, self->dim()));
-    Reduction r = Reduction::Replace;
-    if (reduce != nullptr) {
-      KILN_ASSIGN_OR_RETURN(r, reduction_arg(reduce, true, "scatter_reduce"));
-      KILN_RETURN_IF_ERROR(reduction_dtype_check(r, self->dtype()));
+    const aoti::ScatterOperand src_arg{src ? src->dtype() : self->dtype(), src ? src->sizes() : index->sizes()};
+    KILN_ASSIGN_OR_RETURN(aoti::ScatterArgs a,
+                          aoti::scatter_args({out->dtype(), out->sizes()}, {self->dtype(), self->sizes()}, dim,
+                                             {index->dtype(), index->sizes()}, src ? &src_arg : nullptr, reduce));
+    if (value != nullptr) KILN_RETURN_IF_ERROR(aoti::scatter_value_check(*value, self->dtype()));
+    const int64_t d = a.dim;
+    const Reduction r = a.reduce;
+    std::vector<ReducePair> pairs;
+    if (!a.empty_index) {
+      KILN_ASSIGN_OR_RETURN(pairs, scatter_pairs(*self, d, *index, src));
     }
-    KILN_ASSIGN_OR_RETURN(std::vector<ReducePair> pairs, scatter_pairs(*self, d, *index, src));
     return visit_kind(self->dtype(), [&](auto tag) -> Error {
       using T = decltype(tag);
       std::vector<T> result = read_elements<T>(*self);

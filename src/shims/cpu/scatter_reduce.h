@@ -15,38 +15,18 @@
 #include <vector>
 
 #include "devices/cpu/element_buffer.h"
+#include "shims/common/scatter_args.h"
 #include "shims/cpu/op_args.h"
 
 namespace kiln::cpu {
 
-enum class Reduction { Replace, Sum, Prod, Mean, Max, Min };
+using aoti::Reduction;
 
 /// One (target, source) pair: positions in the row-major result and source buffers.
 struct ReducePair {
   int64_t target;
   int64_t source;
 };
-
-/// `reduce` (ATen's names; "max"/"min" are accepted as ATen accepts them) or
-/// an error; `allow_sum` is false for index_reduce, which has no sum.
-inline Result<Reduction> reduction_arg(const char* reduce, bool allow_sum, const char* fn) {
-  const std::string r = reduce == nullptr ? "" : reduce;
-  if (r == "sum" && allow_sum) return Reduction::Sum;
-  if (r == "prod") return Reduction::Prod;
-  if (r == "mean") return Reduction::Mean;
-  if (r == "amax" || (allow_sum && r == "max")) return Reduction::Max;
-  if (r == "amin" || (allow_sum && r == "min")) return Reduction::Min;
-  return aoti::invalid(std::string("argument 'reduce' is '") + r + "', expected " +
-                       (allow_sum ? "sum, prod, mean, amax or amin" : "prod, mean, amax or amin") + " for " + fn);
-}
-
-/// Error when `dtype` cannot take reduction `r`.
-inline Error reduction_dtype_check(Reduction r, DType dtype) {
-  if (r == Reduction::Mean && dtype == DType::Bool) return aoti::invalid("reduce 'mean' is not supported for bool");
-  if ((r == Reduction::Max || r == Reduction::Min) && element_kind(dtype) == ElementKind::Complex)
-    return aoti::invalid(std::string("reduce 'amax'/'amin' is not supported for ") + dtype_name(dtype));
-  return Error::Ok;
-}
 
 namespace detail {
 
@@ -127,10 +107,7 @@ void apply_reduction(std::vector<T>& result, const std::vector<T>& source, const
       if (count[i] > 0) result[i] = detail::divide<T>(result[i], count[i]);
 }
 
-/// Sizes with a 0-d tensor seen as 1-d of one element (ATen's
-/// ensure_nonempty_size for scatter/gather-like ops).
-inline std::vector<int64_t> nonempty_sizes(const Tensor& t) {
-  return t.dim() == 0 ? std::vector<int64_t>{1} : t.sizes();
-}
+/// Sizes with a 0-d tensor seen as 1-d of one element.
+inline std::vector<int64_t> nonempty_sizes(const Tensor& t) { return aoti::nonempty_sizes(t.sizes()); }
 
 }  // namespace kiln::cpu

@@ -168,6 +168,16 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_fill__Scalar(AtenTensorHandle se
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_Tensor(AtenTensorHandle self, const AtenTensorHandle** indices, int64_t indices_len_, AtenTensorHandle* ret0);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_put(AtenTensorHandle self, const AtenTensorHandle** indices, int64_t indices_len_, AtenTensorHandle values, int32_t accumulate, AtenTensorHandle* ret0);
 
+// ---- Scatter (scatter.cpp, index_reduce.cpp): one thread per index element writes or atomically folds one
+// element; out-of-range indices are an error outside graph capture (one readback), skipped under it.
+/// out = self with src's (or value's) elements written along dim where index says; out may be self.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_scatter_src_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim, AtenTensorHandle index, AtenTensorHandle src);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_scatter_value_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim, AtenTensorHandle index, double value);
+/// As scatter, src folded in by sum, prod, mean, amax or amin (from the identity without include_self).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_scatter_reduce_two_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim, AtenTensorHandle index, AtenTensorHandle src, const char* reduce, int32_t include_self);
+/// A new contiguous self with source's slices folded (prod, mean, amax, amin) into the slices index names.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_reduce(AtenTensorHandle self, int64_t dim, AtenTensorHandle index, AtenTensorHandle source, const char* reduce, int32_t include_self, AtenTensorHandle* ret0);
+
 // ---- Data-dependent selections (masked_select.cpp, nonzero.cpp, repeat_interleave.cpp): a prefix count
 // of the selected elements on the device places them. Results are new tensors the caller owns.
 /// self where mask (bool, broadcasting with self) is false, source's next elements (row-major) where it is

@@ -32,15 +32,10 @@ AOTITorchError cum_extreme(const char* fn, AtenTensorHandle self_h, int64_t dim,
     KILN_ASSIGN_OR_RETURN(OwnedHandle indices, new_contiguous(self.sizes, DType::Int64, self.device_index));
     KILN_ASSIGN_OR_RETURN(TensorRef v, read_tensor(values.get(), "ret0"));
     KILN_ASSIGN_OR_RETURN(TensorRef ix, read_tensor(indices.get(), "ret1"));
-    int64_t outer = 1, size = 1, inner = 1;
-    for (int64_t i = 0; i < self.dim(); ++i) {
-      if (i < d) outer *= self.sizes[static_cast<size_t>(i)];
-      else if (i == d) size = self.sizes[static_cast<size_t>(i)];
-      else inner *= self.sizes[static_cast<size_t>(i)];
-    }
+    const LineShape line = line_shape(self, d);
     KILN_ASSIGN_OR_RETURN(StridedIndexer in_index, indexer(self));
-    KILN_RETURN_IF_ERROR(launch_cum_extreme(self.data, dt, in_index, v.data, static_cast<int64_t*>(ix.data), outer,
-                                            size, inner, max, current_stream(self.device_index)));
+    KILN_RETURN_IF_ERROR(launch_cum_extreme(self.data, dt, in_index, v.data, static_cast<int64_t*>(ix.data), line,
+                                            max, current_stream(self.device_index)));
     KILN_RETURN_IF_ERROR(return_handle(values, ret0, "ret0"));
     return return_handle(indices, ret1, "ret1");
   });

@@ -44,14 +44,9 @@ AOTITorchError cumulative(const char* fn, AtenTensorHandle self_h, int64_t dim, 
     const DType out_dtype = requested ? *requested : (is_integral_dtype(self.dtype) ? DType::Int64 : self.dtype);
     KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_contiguous(self.sizes, out_dtype, self.device_index));
     KILN_ASSIGN_OR_RETURN(TensorRef o, read_tensor(out.get(), "ret0"));
-    int64_t outer = 1, size = 1, inner = 1;
-    for (int64_t i = 0; i < self.dim(); ++i) {
-      if (i < d) outer *= self.sizes[static_cast<size_t>(i)];
-      else if (i == d) size = self.sizes[static_cast<size_t>(i)];
-      else inner *= self.sizes[static_cast<size_t>(i)];
-    }
+    const LineShape line = line_shape(self, d);
     KILN_ASSIGN_OR_RETURN(StridedIndexer in_index, indexer(self));
-    KILN_RETURN_IF_ERROR(launch_scan(self.data, self.dtype, in_index, o.data, out_dtype, outer, size, inner, op,
+    KILN_RETURN_IF_ERROR(launch_scan(self.data, self.dtype, in_index, o.data, out_dtype, line, op,
                                      current_stream(self.device_index)));
     return return_handle(out, ret0, "ret0");
   });

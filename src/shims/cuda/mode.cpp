@@ -44,13 +44,7 @@ bool offsets_fit_32_bits(const TensorRef& t) {
 }
 
 Error mode_by_sorting(const TensorRef& self, int64_t d, int64_t size, void* values, int64_t* indices) {
-  LineShape shape;
-  for (int64_t i = 0; i < self.dim(); ++i) {
-    const int64_t s = self.sizes[static_cast<size_t>(i)];
-    if (i < d) shape.outer *= s;
-    else if (i == d) shape.size = s;
-    else shape.inner *= s;
-  }
+  const LineShape shape = line_shape(self, d);
   const int64_t lines = shape.lines();
   cudaStream_t stream = current_stream(self.device_index);
   KILN_ASSIGN_OR_RETURN(StridedIndexer in_index, indexer(self));

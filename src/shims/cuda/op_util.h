@@ -37,6 +37,9 @@ inline Result<StridedIndexer> indexer(std::span<const int64_t> sizes, std::span<
 }
 inline Result<StridedIndexer> indexer(const TensorRef& t) { return indexer(t.sizes, t.strides); }
 
+/// `t` seen as lines along dimension `dim` (already wrapped).
+inline LineShape line_shape(const TensorRef& t, int64_t dim) { return LineShape::along(t.sizes.data(), t.dim(), dim); }
+
 /// InvalidArgument unless `t` (argument `name`) has the dtype and device of
 /// `ref` (argument `ref_name`).
 inline Error same_dtype_and_device(const TensorRef& t, const TensorRef& ref, const char* name, const char* ref_name) {

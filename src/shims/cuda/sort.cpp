@@ -21,13 +21,7 @@ Error sort_into(const TensorRef& self, int64_t d, bool descending, int64_t count
   if (!sortable(self.dtype))
     return aoti::invalid(std::string("sort does not support dtype ") + dtype_name(self.dtype));
   if (values.strides != indices.strides) return set_error(Error::Internal, "values and indices laid out differently");
-  LineShape shape;
-  for (int64_t i = 0; i < self.dim(); ++i) {
-    const int64_t s = self.sizes[static_cast<size_t>(i)];
-    if (i < d) shape.outer *= s;
-    else if (i == d) shape.size = s;
-    else shape.inner *= s;
-  }
+  const LineShape shape = line_shape(self, d);
   KILN_ASSIGN_OR_RETURN(StridedIndexer in_index, indexer(self));
   KILN_ASSIGN_OR_RETURN(StridedIndexer out_index, indexer(values));
   cudaStream_t stream = current_stream(self.device_index);

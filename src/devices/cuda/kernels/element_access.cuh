@@ -34,6 +34,26 @@ struct StridedIndexer {
   }
 };
 
+/// One dimension of a tensor seen as `outer` x `size` x `inner` (row-major):
+/// how the ops along a dimension (scans, sorts, selections) walk their lines.
+struct LineShape {
+  int64_t outer = 1;
+  int64_t size = 1;
+  int64_t inner = 1;
+  __host__ __device__ int64_t lines() const { return outer * inner; }
+
+  /// The lines along dimension `dim` (already wrapped) of `sizes`.
+  static LineShape along(const int64_t* sizes, int64_t ndim, int64_t dim) {
+    LineShape shape;
+    for (int64_t i = 0; i < ndim; ++i) {
+      if (i < dim) shape.outer *= sizes[i];
+      else if (i == dim) shape.size = sizes[i];
+      else shape.inner *= sizes[i];
+    }
+    return shape;
+  }
+};
+
 __device__ inline double load_double(const void* p, DType dtype, int64_t i) {
   switch (dtype) {
     case DType::Float32: return static_cast<const float*>(p)[i];

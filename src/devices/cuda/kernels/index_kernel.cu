@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "devices/cuda/cuda_check.h"
+#include "devices/cuda/kernels/atomic_ops.cuh"
 
 namespace kiln::cudadev {
 
@@ -77,22 +78,6 @@ __global__ void index_gather_kernel(IndexGather g, int64_t numel) {
     char* to = g.out + out_off * g.element_bytes;
     for (int64_t b = 0; b < g.element_bytes; ++b) to[b] = from[b];
   }
-}
-
-// A narrow integer added atomically through the aligned 32-bit word holding it.
-template <typename T>
-__device__ void atomic_add_narrow(T* p, T v) {
-  const uintptr_t addr = reinterpret_cast<uintptr_t>(p);
-  unsigned int* word = reinterpret_cast<unsigned int*>(addr & ~uintptr_t{3});
-  const unsigned shift = static_cast<unsigned>((addr & 3) * 8);
-  const unsigned mask = (sizeof(T) == 1 ? 0xFFu : 0xFFFFu) << shift;
-  unsigned old = *word, assumed;
-  do {
-    assumed = old;
-    const T cur = static_cast<T>((assumed & mask) >> shift);
-    const unsigned next = static_cast<unsigned>(static_cast<std::make_unsigned_t<T>>(static_cast<T>(cur + v)));
-    old = atomicCAS(word, assumed, (assumed & ~mask) | ((next << shift) & mask));
-  } while (old != assumed);
 }
 
 __device__ void accumulate_element(char* base, DType dtype, int64_t off, const char* vbase, int64_t voff) {

@@ -156,9 +156,8 @@ Error launch_typed(const void* in, DType in_dtype, const StridedIndexer& idx, vo
 }  // namespace
 
 Error launch_cum_extreme(const void* in, DType in_dtype, const StridedIndexer& in_index, void* values,
-                         int64_t* indices, int64_t outer, int64_t size, int64_t inner, bool max,
-                         cudaStream_t stream) {
-  const int64_t lines = outer * inner;
+                         int64_t* indices, const LineShape& line, bool max, cudaStream_t stream) {
+  const int64_t lines = line.lines(), size = line.size, inner = line.inner;
   if (lines == 0 || size == 0) return Error::Ok;
   if (lines > 2147483647)
     return set_error(Error::InvalidArgument, "scan over " + std::to_string(lines) + " lines exceeds the grid limit");
@@ -171,8 +170,8 @@ Error launch_cum_extreme(const void* in, DType in_dtype, const StridedIndexer& i
 }
 
 Error launch_scan(const void* in, DType in_dtype, const StridedIndexer& in_index, void* out, DType out_dtype,
-                  int64_t outer, int64_t size, int64_t inner, ScanOp op, cudaStream_t stream) {
-  const int64_t lines = outer * inner;
+                  const LineShape& line, ScanOp op, cudaStream_t stream) {
+  const int64_t lines = line.lines(), size = line.size, inner = line.inner;
   if (lines == 0 || size == 0) return Error::Ok;
   if (lines > 2147483647)
     return set_error(Error::InvalidArgument, "scan over " + std::to_string(lines) + " lines exceeds the grid limit");

@@ -17,10 +17,10 @@ namespace kiln::cudadev {
 /// LogSumExp: the running log(sum(exp(x))) of floating input, in double.
 enum class ScanOp { Sum, Product, LogSumExp };
 
-/// out (contiguous, `out_dtype`) = scan of `in` along the dimension split as
-/// outer x size x inner in row-major order of in_index's sizes.
+/// out (contiguous, `out_dtype`) = scan of `in` along the lines of `line`
+/// (in row-major order of in_index's sizes).
 Error launch_scan(const void* in, DType in_dtype, const StridedIndexer& in_index, void* out, DType out_dtype,
-                  int64_t outer, int64_t size, int64_t inner, ScanOp op, cudaStream_t stream);
+                  const LineShape& line, ScanOp op, cudaStream_t stream);
 
 /// values (contiguous, in_dtype) and indices (contiguous int64) = the running
 /// maximum (`max`) or minimum of `in` along the dimension split as for
@@ -29,7 +29,6 @@ Error launch_scan(const void* in, DType in_dtype, const StridedIndexer& in_index
 /// NaN, which then stays since nothing compares above it (each later NaN
 /// takes the position over).
 Error launch_cum_extreme(const void* in, DType in_dtype, const StridedIndexer& in_index, void* values,
-                         int64_t* indices, int64_t outer, int64_t size, int64_t inner, bool max,
-                         cudaStream_t stream);
+                         int64_t* indices, const LineShape& line, bool max, cudaStream_t stream);
 
 }  // namespace kiln::cudadev

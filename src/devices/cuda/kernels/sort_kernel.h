@@ -17,14 +17,6 @@
 
 namespace kiln::cudadev {
 
-/// One dimension of a tensor seen as `outer` x `size` x `inner` (row-major).
-struct LineShape {
-  int64_t outer = 1;
-  int64_t size = 1;
-  int64_t inner = 1;
-  __host__ __device__ int64_t lines() const { return outer * inner; }
-};
-
 /// True if sort_lines can sort `dtype` (every real dtype Kiln computes on).
 bool sortable(DType dtype);
 
