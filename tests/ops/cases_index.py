@@ -341,6 +341,9 @@ def _cat(g):
     yield Case(dict(tensors=[torch.zeros(0), torch.zeros(0, dtype=torch.int8)], dim=1), id="only-legacy-empty")
     yield Case(dict(tensors=[g.tensor((2, 0, 3)), g.tensor((2, 1, 3))], dim=1), id="empty-part")
     yield Case(dict(tensors=[g.tensor((5,))], dim=0), id="single")
+    # More inputs than the CUDA kernel copies in one launch (64), of two dtypes.
+    yield Case(dict(tensors=[g.tensor((1, 3), torch.float32 if i % 3 else torch.int32) for i in range(70)], dim=0),
+               id="many-inputs", layouts=False)
     yield Case(dict(tensors=[g.tensor((2, 3, 4, 5)).to(memory_format=torch.channels_last),
                              g.tensor((2, 1, 4, 5)).to(memory_format=torch.channels_last)], dim=1),
                id="channels-last", layouts=False)

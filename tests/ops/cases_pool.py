@@ -390,6 +390,9 @@ def _fused_rms_norm(g):
                id="default-eps-bfloat16", rtol=2e-2, atol=2e-2)
     yield Case(dict(input=g.tensor((6,)), normalized_shape=[6], weight=g.tensor((6,)), eps=1e-6), id="1d")
     yield Case(dict(input=g.tensor((0, 6)), normalized_shape=[6], weight=None, eps=1e-6), id="empty")
+    # Rows longer than a warp handles on CUDA (a block per row there).
+    yield Case(dict(input=g.tensor((3, 1500)), normalized_shape=[1500], weight=g.tensor((1500,)), eps=1e-6),
+               id="long-rows", rtol=1e-4, atol=1e-4)
     yield Case(dict(input=g.tensor((4, 6)), normalized_shape=[5], weight=None, eps=1e-6), error="normalized_shape",
                id="bad-shape")
     yield Case(dict(input=g.tensor((4, 6)), normalized_shape=[6], weight=g.tensor((5,)), eps=1e-6), error="weight",

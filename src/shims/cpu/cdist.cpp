@@ -1,10 +1,8 @@
 // aoti_torch_cpu__cdist_forward and aoti_torch_cpu__pdist_forward: p-norm
-// distances between rows (float32/float64, as ATen). p = 0 counts differing
-// coordinates, p = inf takes the largest difference. As ATen, cdist's
-// Euclidean distance goes through a matrix product (|a|^2 + |b|^2 - 2 a.b,
-// clamped at 0; BLAS, in the input's precision) when compute_mode is 1, or is
-// unset and either side has more than 25 rows; otherwise every distance is
-// summed directly in double. Batch dims of x1 and x2 broadcast.
+// distances between rows. p = 0 counts differing coordinates, p = inf takes
+// the largest difference. Checks, shapes and the choice of cdist's Euclidean
+// path as shims/common/dist_args.h: the matrix-product path runs BLAS in the
+// input's precision; otherwise every distance is summed directly in double.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,6 +14,7 @@
 #include "devices/cpu/float_io.h"
 #include "devices/cpu/gemm.h"
 #include "devices/cpu/parallel_for.h"
+#include "shims/common/dist_args.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/op_args.h"
 
@@ -23,17 +22,6 @@ using namespace kiln;
 using namespace kiln::cpu;
 
 namespace {
-
-Error float_arg(const Tensor& t, const char* name) {
-  if (t.dtype() == DType::Float32 || t.dtype() == DType::Float64) return Error::Ok;
-  return set_error(Error::NotSupported, std::string("argument '") + name + "' has dtype " + dtype_name(t.dtype()) +
-                                            ", expected float32 or float64");
-}
-
-Error p_arg(double p) {
-  if (!(p >= 0)) return aoti::invalid("argument 'p' is " + std::to_string(p) + ", expected a non-negative value");
-  return Error::Ok;
-}
 
 // The p-norm of a - b over m coordinates.
 double distance(const double* a, const double* b, int64_t m, double p) {
@@ -113,41 +101,17 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__cdist_forward(AtenTensorHandle x
   return aoti::guarded("aoti_torch_cpu__cdist_forward", [&]() -> Error {
     KILN_ASSIGN_OR_RETURN(Tensor * a, cpu_tensor_arg(x1, "x1"));
     KILN_ASSIGN_OR_RETURN(Tensor * b, cpu_tensor_arg(x2, "x2"));
-    KILN_RETURN_IF_ERROR(float_arg(*a, "x1"));
-    KILN_RETURN_IF_ERROR(same_dtype(*b, a->dtype(), "x2"));
-    KILN_RETURN_IF_ERROR(p_arg(p));
-    if (compute_mode && (*compute_mode < 0 || *compute_mode > 2))
-      return aoti::invalid("argument 'compute_mode' is " + std::to_string(*compute_mode) + ", expected 0, 1 or 2");
-    if (a->dim() < 2) return aoti::invalid("argument 'x1' must be at least 2-d, got " + a->describe());
-    if (b->dim() < 2) return aoti::invalid("argument 'x2' must be at least 2-d, got " + b->describe());
-    const int64_t m = a->size(a->dim() - 1);
-    if (b->size(b->dim() - 1) != m)
-      return aoti::invalid("arguments 'x1' " + aoti::shape_string(a->sizes()) + " and 'x2' " +
-                           aoti::shape_string(b->sizes()) + " must have the same number of columns");
-    const int64_t rows1 = a->size(a->dim() - 2), rows2 = b->size(b->dim() - 2);
-    // Broadcast batch shape.
-    const int64_t nb1 = a->dim() - 2, nb2 = b->dim() - 2, nb = std::max(nb1, nb2);
-    std::vector<int64_t> batch(static_cast<size_t>(nb));
-    for (int64_t i = 0; i < nb; ++i) {
-      const int64_t s1 = i - (nb - nb1) >= 0 ? a->size(i - (nb - nb1)) : 1;
-      const int64_t s2 = i - (nb - nb2) >= 0 ? b->size(i - (nb - nb2)) : 1;
-      if (s1 != s2 && s1 != 1 && s2 != 1)
-        return aoti::invalid("batch dims of 'x1' " + aoti::shape_string(a->sizes()) + " and 'x2' " +
-                             aoti::shape_string(b->sizes()) + " do not broadcast");
-      batch[static_cast<size_t>(i)] = s1 == 1 ? s2 : s1;
-    }
-    int64_t batches = 1;
-    for (int64_t s : batch) batches *= s;
-    std::vector<int64_t> s1 = batch, s2 = batch, so = batch;
-    s1.insert(s1.end(), {rows1, m});
-    s2.insert(s2.end(), {rows2, m});
-    so.insert(so.end(), {rows1, rows2});
+    KILN_ASSIGN_OR_RETURN(aoti::CdistPlan plan,
+                          aoti::cdist_plan(a->sizes(), a->dtype(), b->sizes(), b->dtype(), p, compute_mode));
+    const int64_t m = plan.cols, rows1 = plan.rows1, rows2 = plan.rows2, batches = plan.batches;
+    const std::vector<int64_t>& s1 = plan.x1_sizes;
+    const std::vector<int64_t>& s2 = plan.x2_sizes;
+    const std::vector<int64_t>& so = plan.out_sizes;
     KILN_ASSIGN_OR_RETURN(Tensor e1, broadcast_view(*a, s1, "x1"));
     KILN_ASSIGN_OR_RETURN(Tensor e2, broadcast_view(*b, s2, "x2"));
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(so, a->dtype()));
     if (result.numel() == 0) return return_tensor(std::move(result), ret0, "ret0");
-    const int64_t mode = compute_mode ? *compute_mode : 0;
-    if (p == 2 && m > 0 && (mode == 1 || (mode == 0 && (rows1 > 25 || rows2 > 25)))) {
+    if (plan.by_product) {
       KILN_RETURN_IF_ERROR(a->dtype() == DType::Float32
                                ? euclidean_by_product<float>(e1, e2, batches, rows1, rows2, m, result)
                                : euclidean_by_product<double>(e1, e2, batches, rows1, rows2, m, result));
@@ -172,11 +136,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__cdist_forward(AtenTensorHandle x
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__pdist_forward(AtenTensorHandle self, double p, AtenTensorHandle* ret0) {
   return aoti::guarded("aoti_torch_cpu__pdist_forward", [&]() -> Error {
     KILN_ASSIGN_OR_RETURN(Tensor * a, cpu_tensor_arg(self, "self"));
-    KILN_RETURN_IF_ERROR(float_arg(*a, "self"));
-    KILN_RETURN_IF_ERROR(p_arg(p));
-    if (a->dim() != 2) return aoti::invalid("argument 'self' must be 2-d, got " + a->describe());
+    KILN_ASSIGN_OR_RETURN(const int64_t pairs, aoti::pdist_pairs(a->sizes(), a->dtype(), p));
     const int64_t n = a->size(0), m = a->size(1);
-    const int64_t pairs = n < 2 ? 0 : n * (n - 1) / 2;
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(std::vector<int64_t>{pairs}, a->dtype()));
     const std::vector<double> v = read_elements<double>(*a);
     std::vector<double> out(static_cast<size_t>(pairs));

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "devices/cpu/element_buffer.h"
+#include "shims/common/factory_args.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/op_args.h"
 
@@ -23,10 +24,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__efficientzerotensor(const int64_
   return aoti::guarded("aoti_torch_cpu__efficientzerotensor", [&]() -> Error {
     KILN_ASSIGN_OR_RETURN(std::span<const int64_t> sizes, aoti::int_array_arg(size, size_len_, "size"));
     KILN_ASSIGN_OR_RETURN(DType dt, factory_options(dtype, layout, device, pin_memory, DType::Float32));
-    for (size_t i = 0; i < sizes.size(); ++i)
-      if (sizes[i] < 0)
-        return aoti::invalid("argument 'size' has negative dimension " + std::to_string(sizes[i]) +
-                             " at index " + std::to_string(i));
+    KILN_RETURN_IF_ERROR(aoti::nonnegative_sizes(sizes, "size"));
     KILN_ASSIGN_OR_RETURN(Tensor out, new_cpu_tensor(sizes, dt));
     if (out.nbytes() > 0) std::memset(out.data_ptr(), 0, out.nbytes());
     return return_tensor(std::move(out), ret0, "ret0");

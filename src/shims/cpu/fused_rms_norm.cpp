@@ -1,8 +1,7 @@
 // aoti_torch_cpu__fused_rms_norm: x * rsqrt(mean(x^2) + eps) (* weight) over
-// the trailing normalized_shape dims, and that rstd. As ATen's CPU kernel: eps
-// defaults to the machine epsilon of the compute type (float32 for narrow
-// floats), rstd has the compute type and the input's shape with the
-// normalized dims kept as 1, the output has the input's dtype.
+// the trailing normalized_shape dims, and that rstd; checks, eps default and
+// rstd's dtype and shape as shims/common/rms_norm_args.h; the output has the
+// input's dtype.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -10,6 +9,7 @@
 
 #include "devices/cpu/element_buffer.h"
 #include "devices/cpu/parallel_for.h"
+#include "shims/common/rms_norm_args.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/op_args.h"
 
@@ -30,28 +30,13 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__fused_rms_norm(AtenTensorHandle 
     KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
     KILN_RETURN_IF_ERROR(aoti::out_arg(ret1, "ret1"));
     const DType dt = x->dtype();
-    if (!is_floating(dt))
-      return set_error(Error::NotSupported,
-                       std::string("argument 'input' has dtype ") + dtype_name(dt) + ", expected a floating dtype");
-    const int64_t k = static_cast<int64_t>(shape.size());
-    bool matches = k >= 1 && k <= x->dim();
-    for (int64_t i = 0; matches && i < k; ++i) matches = x->size(x->dim() - k + i) == shape[i];
-    if (!matches)
-      return aoti::invalid("argument 'normalized_shape' " + aoti::shape_string(shape) +
-                           " is not the trailing shape of input " + aoti::shape_string(x->sizes()));
-    if (w && w->sizes() != std::vector<int64_t>(shape.begin(), shape.end()))
-      return aoti::invalid("argument 'weight' has shape " + aoti::shape_string(w->sizes()) + ", expected " +
-                           aoti::shape_string(shape));
-    if (w && !is_floating(w->dtype()))
-      return aoti::invalid(std::string("argument 'weight' has dtype ") + dtype_name(w->dtype()));
-    const DType acc = dt == DType::Float64 ? DType::Float64 : DType::Float32;
-    const double e = eps ? *eps
-                         : (acc == DType::Float64 ? std::numeric_limits<double>::epsilon()
-                                                  : static_cast<double>(std::numeric_limits<float>::epsilon()));
-    int64_t inner = 1;
-    for (int64_t s : shape) inner *= s;
-    std::vector<int64_t> rsizes(x->sizes());
-    for (int64_t i = 0; i < k; ++i) rsizes[x->dim() - k + i] = 1;
+    const DType wdt = w ? w->dtype() : DType::Float32;
+    KILN_ASSIGN_OR_RETURN(aoti::RmsNormPlan plan,
+                          aoti::rms_norm_plan(x->sizes(), dt, shape, w ? &w->sizes() : nullptr, w ? &wdt : nullptr, eps));
+    const DType acc = plan.acc;
+    const double e = plan.eps;
+    const int64_t inner = plan.inner;
+    const std::vector<int64_t>& rsizes = plan.rstd_sizes;
     const int64_t rows = inner == 0 ? 0 : x->numel() / inner;
     KILN_ASSIGN_OR_RETURN(Tensor out, new_cpu_tensor(x->sizes(), dt));
     KILN_ASSIGN_OR_RETURN(Tensor rstd, new_cpu_tensor(rsizes, acc));

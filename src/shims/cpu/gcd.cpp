@@ -1,6 +1,9 @@
-// aoti_torch_cpu_gcd: the non-negative greatest common divisor of integer
-// tensors, broadcast, in the promoted integer dtype (gcd(0, 0) = 0). Bool
-// and floating inputs are refused, as ATen.
+// aoti_torch_cpu_gcd: the greatest common divisor of integer tensors,
+// broadcast, in the promoted integer dtype, computed in that dtype as ATen
+// does (shims/common/gcd_value.h: gcd(0, 0) = 0, the most negative value
+// keeps ATen's wrapped answer). Bool and floating inputs are refused, as
+// ATen.
+#include "shims/common/gcd_value.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/elementwise.h"
 
@@ -22,19 +25,17 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_gcd(AtenTensorHandle self, AtenTe
       return aoti::invalid(std::string("gcd needs integer tensors; the promoted dtype is ") + dtype_name(dt));
     return binary_elementwise(
         *a, *b, "self", "other", DType::Int64, dt,
-        [](auto tag, auto x, auto y) {
+        [dt](auto tag, auto x, auto y) {
           if constexpr (!std::is_same_v<decltype(tag), int64_t>) {
             return x;  // not reached: computed in int64
           } else {
-            // Magnitudes in uint64 so that the most negative int64 has one.
-            uint64_t p = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
-            uint64_t q = y < 0 ? 0 - static_cast<uint64_t>(y) : static_cast<uint64_t>(y);
-            while (p != 0) {
-              const uint64_t t = q % p;
-              q = p;
-              p = t;
+            switch (dt) {
+              case DType::UInt8: return static_cast<int64_t>(aoti::gcd_value(static_cast<uint8_t>(x), static_cast<uint8_t>(y)));
+              case DType::Int8: return static_cast<int64_t>(aoti::gcd_value(static_cast<int8_t>(x), static_cast<int8_t>(y)));
+              case DType::Int16: return static_cast<int64_t>(aoti::gcd_value(static_cast<int16_t>(x), static_cast<int16_t>(y)));
+              case DType::Int32: return static_cast<int64_t>(aoti::gcd_value(static_cast<int32_t>(x), static_cast<int32_t>(y)));
+              default: return aoti::gcd_value(static_cast<int64_t>(x), static_cast<int64_t>(y));
             }
-            return static_cast<int64_t>(q);
           }
         },
         ret0);

@@ -193,6 +193,27 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_nonzero_static(AtenTensorHandle 
 /// total back (to size the result, or to check output_size); under capture output_size is required.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_repeat_interleave_Tensor(AtenTensorHandle repeats, int64_t* output_size, AtenTensorHandle* ret0);
 
+// ---- Joining, normalization, factories and integer elementwise (cat.cpp, fused_rms_norm.cpp, hann_window.cpp,
+// efficientzerotensor.cpp, gcd.cpp). Results are new references the caller owns.
+/// Inputs joined along dim with ATen's promotion, legacy-empty skipping and result memory format; any strides.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cat(const AtenTensorHandle* tensors, int64_t tensors_len_, int64_t dim, AtenTensorHandle* ret0);
+/// RMS normalization over the trailing normalized_shape dims (ret0, contiguous) and rstd (ret1, float32 or
+/// float64, input's shape with normalized dims 1); weight and eps may be null.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__fused_rms_norm(AtenTensorHandle input, const int64_t* normalized_shape, int64_t normalized_shape_len_, AtenTensorHandle* weight, double* eps, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// The periodic hann window of window_length elements.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_hann_window(int64_t window_length, int32_t* dtype, int32_t* layout, int32_t* device, int32_t device_index_, int32_t* pin_memory, AtenTensorHandle* ret0);
+/// A zero-filled contiguous tensor (Kiln has no ZeroTensor kind).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__efficientzerotensor(const int64_t* size, int64_t size_len_, int32_t* dtype, int32_t* layout, int32_t* device, int32_t device_index_, int32_t* pin_memory, AtenTensorHandle* ret0);
+/// Elementwise greatest common divisor of integer tensors, broadcast.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_gcd(AtenTensorHandle self, AtenTensorHandle other, AtenTensorHandle* ret0);
+
+// ---- Distances (cdist.cpp): float32/float64, any strides, summed in the input's dtype.
+/// p-norm distances between the rows of x1 and x2 (batch dims broadcast); p = 2 takes ATen's matrix-product
+/// formula when compute_mode (may be null) is 1, or 0/null with more than 25 rows on either side.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__cdist_forward(AtenTensorHandle x1, AtenTensorHandle x2, double p, int64_t* compute_mode, AtenTensorHandle* ret0);
+/// p-norm distances between the rows (i, j > i) of a 2-d tensor, in row-major pair order.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__pdist_forward(AtenTensorHandle self, double p, AtenTensorHandle* ret0);
+
 // ---- Scans (cumsum.cpp, logcumsumexp.cpp, cummax.cpp) and random ops (random.cpp; draw from the method's seed, aoti.seed).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumprod(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);

@@ -81,6 +81,16 @@ inline Result<int> factory_device(const int32_t* device, int32_t device_index) {
   return resolve_device(device == nullptr ? -1 : device_index);
 }
 
+/// A factory op's layout and pin_memory arguments (either may be null): a
+/// CUDA result is strided and never pinned, as ATen's empty_cuda requires.
+inline Error strided_unpinned(const int32_t* layout, const int32_t* pin_memory) {
+  if (layout != nullptr && *layout != 0)
+    return aoti::invalid("argument 'layout' is " + std::to_string(*layout) + ", only strided (0) is supported");
+  if (pin_memory != nullptr && *pin_memory != 0)
+    return aoti::invalid("argument 'pin_memory' is true: only dense CPU tensors can be pinned");
+  return Error::Ok;
+}
+
 /// A new CUDA tensor with ATen's empty_like strides for `like`.
 inline Result<OwnedHandle> new_tensor_like(const TensorRef& like, DType dtype) {
   const std::vector<int64_t> strides = aoti::strides_like(like.sizes, like.strides);

@@ -4,6 +4,7 @@
 
 #include "core/integer_pow.h"
 #include "devices/cuda/cuda_check.h"
+#include "shims/common/gcd_value.h"
 
 namespace kiln::cudadev {
 
@@ -20,6 +21,17 @@ __device__ bool is_unsigned(DType d) {
 // (signed overflow is undefined in C++; unsigned wraps).
 __device__ int64_t wrap_add(int64_t a, int64_t b) {
   return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+// gcd in the result's dtype (shims/common/gcd_value.h).
+__device__ int64_t gcd_in(DType dtype, int64_t x, int64_t y) {
+  switch (dtype) {
+    case DType::UInt8: return aoti::gcd_value(static_cast<uint8_t>(x), static_cast<uint8_t>(y));
+    case DType::Int8: return aoti::gcd_value(static_cast<int8_t>(x), static_cast<int8_t>(y));
+    case DType::Int16: return aoti::gcd_value(static_cast<int16_t>(x), static_cast<int16_t>(y));
+    case DType::Int32: return aoti::gcd_value(static_cast<int32_t>(x), static_cast<int32_t>(y));
+    default: return aoti::gcd_value(static_cast<int64_t>(x), static_cast<int64_t>(y));
+  }
 }
 
 __device__ int64_t load_int_at(const ElementwiseOperand& o, int64_t k) {
@@ -126,7 +138,9 @@ __global__ void elementwise_kernel(ElementwiseOp op, ComputeClass compute, Eleme
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < numel;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t off = out_index.offset(k);
-    if (op == ElementwiseOp::Polar) {
+    if (op == ElementwiseOp::Gcd) {
+      store_int(out, out_dtype, off, gcd_in(out_dtype, load_int_at(a, k), load_int_at(b, k)));
+    } else if (op == ElementwiseOp::Polar) {
       const double r = load_double_at(a, k), theta = load_double_at(b, k);
       store_complex(out, out_dtype, off, Complex(r * cos(theta), r * sin(theta)));
     } else if (compute == ComputeClass::Integer) {

@@ -23,6 +23,7 @@ enum class ElementwiseOp {
   Abs,    ///< |a| (complex: the magnitude; integers wrap, unsigned stay)
   Angle,  ///< arg(a) (real: pi for negatives, else 0, NaN stays NaN)
   Fill,   ///< a (a constant)
+  Gcd,    ///< gcd(a, b) of integers, computed in the result's dtype as ATen's loop does
 };
 
 /// The type operands are read and combined in.
