@@ -106,8 +106,11 @@ def run_case(lib: ShimLibrary, function: str, device: str, case: Case, layout: s
     op = aten_op(function, device)
     written = set(written_args(op))
     kwargs = {}
-    # Cases are written once for every device: their tensors move to the device under test.
+    # Cases are written once for every device: their tensors, and a factory op's device
+    # argument, move to the device under test (a CUDA model's program names its CUDA device).
     case_kwargs = {name: _map(value, lambda t: _to_device(t, device)) for name, value in case.kwargs.items()}
+    if case_kwargs.get("device") == "cpu":
+        case_kwargs["device"] = device
     for name, value in case_kwargs.items():
         if name in written:
             fn = _strided_copy if layout == "strided_out" else _same_layout_clone
