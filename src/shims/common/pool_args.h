@@ -8,6 +8,7 @@
 // layout of the result.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -126,5 +127,41 @@ inline std::vector<int64_t> result_sizes(const Planes& p, const Dims& out, int s
 /// ATen's adaptive window along one dimension: [floor(o*in/out), ceil((o+1)*in/out)).
 inline int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
 inline int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }
+
+/// max_unpool's indices: int64 (positions within an output plane).
+inline Error unpool_indices_dtype(DType dtype) {
+  if (dtype != DType::Int64)
+    return invalid(std::string("argument 'indices' has dtype ") + dtype_name(dtype) + ", expected int64");
+  return Error::Ok;
+}
+
+/// max_unpool's indices: one per element of self.
+inline Error unpool_indices_shape(std::span<const int64_t> indices, std::span<const int64_t> self) {
+  if (!std::equal(indices.begin(), indices.end(), self.begin(), self.end()))
+    return invalid("argument 'indices' has shape " + shape_string(indices) + ", expected self's " +
+                   shape_string(self));
+  return Error::Ok;
+}
+
+/// max_unpool3d's stride and padding, which ATen checks but the result does
+/// not depend on: 3 of each, the strides positive. Nothing for 2-d.
+inline Error unpool_stride_padding(int spatial, const int64_t* stride, int64_t stride_len,
+                                   const int64_t* padding, int64_t padding_len) {
+  if (spatial != 3) return Error::Ok;
+  KILN_ASSIGN_OR_RETURN(std::span<const int64_t> s, int_array_arg(stride, stride_len, "stride"));
+  KILN_ASSIGN_OR_RETURN(std::span<const int64_t> pad, int_array_arg(padding, padding_len, "padding"));
+  if (s.size() != 3) return invalid("argument 'stride' must have 3 elements");
+  if (pad.size() != 3) return invalid("argument 'padding' must have 3 elements");
+  for (int64_t v : s)
+    if (v <= 0) return invalid("argument 'stride' must be greater than zero");
+  return Error::Ok;
+}
+
+/// The error for an index `at` outside an output plane of `out_plane`
+/// elements, found when the indices are read (on the host or the device).
+inline Error unpool_index_outside(int64_t at, int64_t out_plane) {
+  return invalid("argument 'indices' holds " + std::to_string(at) + ", outside an output plane of " +
+                 std::to_string(out_plane) + " elements");
+}
 
 }  // namespace kiln::aoti::pool

@@ -3,6 +3,7 @@
 // self broadcasts to (n,), one dtype throughout, and beta == 0 ignores self.
 #include <vector>
 
+#include "shims/common/product_args.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/matmul.h"
 #include "shims/cpu/op_args.h"
@@ -18,15 +19,13 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addmv(AtenTensorHandle self, Aten
     KILN_ASSIGN_OR_RETURN(Tensor * s, cpu_tensor_arg(self, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor * a, cpu_tensor_arg(mat, "mat"));
     KILN_ASSIGN_OR_RETURN(Tensor * v, cpu_tensor_arg(vec, "vec"));
-    if (a->dim() != 2) return aoti::invalid("argument 'mat' must be 2-d, got " + a->describe());
-    if (v->dim() != 1) return aoti::invalid("argument 'vec' must be 1-d, got " + v->describe());
-    if (a->size(1) != v->size(0))
-      return aoti::invalid("shape mismatch: mat " + aoti::shape_string(a->sizes()) + " @ vec " +
-                           aoti::shape_string(v->sizes()));
+    KILN_RETURN_IF_ERROR(aoti::product::matrix_vector({a->dtype(), a->sizes(), a->device()},
+                                                      {v->dtype(), v->sizes(), v->device()}));
     KILN_RETURN_IF_ERROR(same_dtype(*a, s->dtype(), "mat"));
     KILN_RETURN_IF_ERROR(same_dtype(*v, s->dtype(), "vec"));
     const int64_t n = a->size(0), m = a->size(1);
     const std::vector<int64_t> sizes{n};
+    KILN_RETURN_IF_ERROR(aoti::product::broadcasts_to(s->sizes(), sizes, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor init1, broadcast_view(*s, sizes, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(sizes, s->dtype()));
     const Tensor out2(result.storage(), result.dtype(), {n, 1}, {1, 1}, 0);

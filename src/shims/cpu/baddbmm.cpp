@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "shims/common/product_args.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/matmul.h"
 #include "shims/cpu/op_args.h"
@@ -15,12 +16,10 @@ using namespace kiln::cpu;
 
 namespace {
 
+aoti::product::Factor factor(const Tensor& t) { return {t.dtype(), t.sizes(), t.device()}; }
+
 Error check_batches(const Tensor& b1, const Tensor& b2, DType dtype) {
-  if (b1.dim() != 3) return aoti::invalid("argument 'batch1' must be 3-d, got " + b1.describe());
-  if (b2.dim() != 3) return aoti::invalid("argument 'batch2' must be 3-d, got " + b2.describe());
-  if (b1.size(0) != b2.size(0) || b1.size(2) != b2.size(1))
-    return aoti::invalid("shape mismatch: batch1 " + aoti::shape_string(b1.sizes()) + " @ batch2 " +
-                         aoti::shape_string(b2.sizes()));
+  KILN_RETURN_IF_ERROR(aoti::product::batches(factor(b1), factor(b2)));
   KILN_RETURN_IF_ERROR(same_dtype(b1, dtype, "batch1"));
   return same_dtype(b2, dtype, "batch2");
 }
@@ -55,6 +54,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_baddbmm_out(AtenTensorHandle out,
     KILN_RETURN_IF_ERROR(same_dtype(*o, s->dtype(), "out"));
     const std::vector<int64_t> sizes{b1->size(0), b1->size(1), b2->size(2)};
     KILN_RETURN_IF_ERROR(expect_shape(*o, sizes, "out"));
+    KILN_RETURN_IF_ERROR(aoti::product::broadcasts_to(s->sizes(), sizes, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor init, broadcast_view(*s, sizes, "self"));
     return matmul(*o, &init, *b1, *b2, beta, alpha, 1);
   });
@@ -70,6 +70,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addbmm(AtenTensorHandle self, Ate
     KILN_RETURN_IF_ERROR(check_batches(*b1, *b2, s->dtype()));
     const int64_t batches = b1->size(0), n = b1->size(1), m = b1->size(2), p = b2->size(2);
     const std::vector<int64_t> sizes{n, p};
+    KILN_RETURN_IF_ERROR(aoti::product::broadcasts_to(s->sizes(), sizes, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor init, broadcast_view(*s, sizes, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(sizes, s->dtype()));
     // batch1 stored as (n, B, m) and batch2 as (B, m, p) make the sum over the batch one inner dimension.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "shims/common/cum_extreme_args.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/op_args.h"
 #include "shims/cpu/ordering.h"
@@ -42,7 +43,7 @@ AOTITorchError cum_extreme(const char* fn, AtenTensorHandle self_h, int64_t dim,
     KILN_RETURN_IF_ERROR(aoti::out_arg(ret1, "ret1"));
     KILN_ASSIGN_OR_RETURN(Tensor * self, cpu_tensor_arg(self_h, "self"));
     KILN_ASSIGN_OR_RETURN(int64_t d, wrap_dim(dim, self->dim()));
-    KILN_RETURN_IF_ERROR(expect_dtype_in(*self, kAllTypes | kReducedFloat | kBool, "self", max ? "cummax" : "cummin"));
+    KILN_RETURN_IF_ERROR(aoti::cum_extreme_dtype_check(self->dtype(), max, "the CPU"));
     KILN_ASSIGN_OR_RETURN(Tensor values, new_cpu_tensor(self->sizes(), self->dtype()));
     KILN_ASSIGN_OR_RETURN(Tensor indices, new_cpu_tensor(self->sizes(), DType::Int64));
     const DimSplit split = DimSplit::of(self->sizes(), self->dim() == 0 ? -1 : d);

@@ -16,11 +16,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "shims/common/histc_args.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/op_args.h"
 #include "shims/cpu/ordering.h"
@@ -30,26 +30,13 @@ using namespace kiln::cpu;
 
 namespace {
 
-// More bins than any memory holds; refused before bins + 1 edges are counted.
-constexpr int64_t kMaxBins = int64_t{1} << 48;
-
-Error bins_in_range(int64_t bins, const std::string& what) {
-  if (bins <= 0) return aoti::invalid("argument 'bins' is " + std::to_string(bins) + what + ", expected > 0");
-  if (bins > kMaxBins)
-    return aoti::invalid("argument 'bins' is " + std::to_string(bins) + what + ", more than memory can hold");
-  return Error::Ok;
-}
+using aoti::hist::bins_in_range;
+using aoti::hist::num;
 
 struct Axis {
   int64_t bins = 1;
   std::vector<double> edges;  // bins + 1 of them, in the input's dtype
 };
-
-std::string num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
 
 // ATen's linspace in dtype `dt`: the first half counted up from `start`, the
 // second half down from `end`, each step rounded as dt rounds it.
@@ -208,11 +195,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_histc(AtenTensorHandle self_h, in
   return aoti::guarded("aoti_torch_cpu_histc", [&]() -> Error {
     KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
     KILN_ASSIGN_OR_RETURN(Tensor * self, cpu_tensor_arg(self_h, "self"));
-    if (!is_floating(self->dtype()))
-      return aoti::invalid(std::string("argument 'self' has dtype ") + dtype_name(self->dtype()) +
-                           ", which histc does not support (floating dtypes only)");
-    KILN_RETURN_IF_ERROR(bins_in_range(bins, ""));
-    if (min > max) return aoti::invalid("argument 'max' (" + num(max) + ") is below 'min' (" + num(min) + ")");
+    KILN_RETURN_IF_ERROR(aoti::hist::histc_args(self->dtype(), bins, min, max));
     const std::vector<double> data = read_elements<double>(*self);
     double lo = min, hi = max;
     if (lo == hi && !data.empty()) {
@@ -230,8 +213,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_histc(AtenTensorHandle self_h, in
       lo -= 1;
       hi += 1;
     }
-    if (!std::isfinite(lo) || !std::isfinite(hi))
-      return aoti::invalid("the range [" + num(lo) + ", " + num(hi) + "] is not finite");
+    if (!std::isfinite(lo) || !std::isfinite(hi)) return aoti::hist::range_not_finite(lo, hi);
     const DType dt = self->dtype();
     const std::vector<Axis> axes{Axis{bins, linspace_in(lo, hi, bins + 1, dt)}};
     const std::vector<double> hist = count(data, self->numel(), axes, nullptr, false, dt);

@@ -26,20 +26,12 @@ AOTITorchError max_unpool(const char* fn, int spatial, AtenTensorHandle self_h, 
     KILN_ASSIGN_OR_RETURN(Tensor * self, cpu_tensor_arg(self_h, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor * indices, cpu_tensor_arg(indices_h, "indices"));
     KILN_RETURN_IF_ERROR(pool_dtype(self->dtype(), true));
-    KILN_RETURN_IF_ERROR(same_dtype(*indices, DType::Int64, "indices"));
-    if (indices->sizes() != self->sizes())
-      return aoti::invalid("argument 'indices' has shape " + aoti::shape_string(indices->sizes()) +
-                           ", expected self's " + aoti::shape_string(self->sizes()));
+    KILN_RETURN_IF_ERROR(aoti::pool::unpool_indices_dtype(indices->dtype()));
+    KILN_RETURN_IF_ERROR(aoti::pool::unpool_indices_shape(indices->sizes(), self->sizes()));
     KILN_ASSIGN_OR_RETURN(Planes p, planes_of(*self, spatial));
     KILN_ASSIGN_OR_RETURN(Dims out, exact_dims_arg(output_size, output_size_len, spatial, "output_size"));
-    if (spatial == 3) {
-      KILN_ASSIGN_OR_RETURN(std::span<const int64_t> s, aoti::int_array_arg(stride, stride_len, "stride"));
-      KILN_ASSIGN_OR_RETURN(std::span<const int64_t> pad, aoti::int_array_arg(padding, padding_len, "padding"));
-      if (s.size() != 3) return aoti::invalid("argument 'stride' must have 3 elements");
-      if (pad.size() != 3) return aoti::invalid("argument 'padding' must have 3 elements");
-      for (int64_t v : s)
-        if (v <= 0) return aoti::invalid("argument 'stride' must be greater than zero");
-    }
+    KILN_RETURN_IF_ERROR(
+        aoti::pool::unpool_stride_padding(spatial, stride, stride_len, padding, padding_len));
     const bool cl = spatial == 2 && channels_last_strides(*self);
     KILN_ASSIGN_OR_RETURN(Tensor result, new_output(result_sizes(p, out, spatial), self->dtype(), cl));
     const int64_t in_plane = p.plane_size(), out_plane = out[0] * out[1] * out[2];
@@ -53,9 +45,7 @@ AOTITorchError max_unpool(const char* fn, int spatial, AtenTensorHandle self_h, 
           T* dst = y.data() + plane * out_plane;
           for (int64_t i = plane * in_plane; i < (plane + 1) * in_plane; ++i) {
             const int64_t at = idx[static_cast<size_t>(i)];
-            if (at < 0 || at >= out_plane)
-              return aoti::invalid("argument 'indices' holds " + std::to_string(at) + ", outside an output plane of " +
-                                   std::to_string(out_plane) + " elements");
+            if (at < 0 || at >= out_plane) return aoti::pool::unpool_index_outside(at, out_plane);
             dst[at] = x[static_cast<size_t>(i)];
           }
         }

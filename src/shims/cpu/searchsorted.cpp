@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <cstring>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "shims/common/search_args.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/op_args.h"
 #include "shims/cpu/ordering.h"
@@ -25,17 +27,6 @@ using namespace kiln;
 using namespace kiln::cpu;
 
 namespace {
-
-// ATen's combine_categories: `dimmed` comes from a tensor with dimensions,
-// `lower` from a 0-d tensor or a Scalar; the lower one only decides the dtype
-// when it is of a higher kind (integral < floating < complex).
-DType combine_categories(DType dimmed, DType lower) {
-  if (is_complex(dimmed)) return dimmed;
-  if (is_complex(lower)) return is_floating(dimmed) ? promote_types(dimmed, DType::Complex64) : lower;
-  if (is_floating(dimmed)) return dimmed;
-  if (dimmed == DType::Bool || is_floating(lower)) return promote_types(dimmed, lower);
-  return dimmed;
-}
 
 template <typename T>
 int64_t bisect(const T* bd, const int64_t* sorter, int64_t n, T value, bool right) {
@@ -74,37 +65,22 @@ Error run_search(const Search& s, AtenTensorHandle* ret0) {
   const bool scalar = s.values == nullptr;
   const std::vector<int64_t> out_sizes = scalar ? std::vector<int64_t>{} : s.values->sizes();
   const int64_t value_dim = scalar ? 0 : s.values->dim();
-  if (bd.dim() == 0)
-    return aoti::invalid(std::string("argument '") + (s.op[0] == 'b' ? "boundaries" : "sorted_sequence") +
-                         "' is 0-d; it must have at least one dimension");
-  if (bd.dim() > 1) {
-    bool match = value_dim == bd.dim();
-    for (int64_t d = 0; match && d + 1 < bd.dim(); ++d) match = bd.size(d) == s.values->size(d);
-    if (!match)
-      return aoti::invalid("argument 'sorted_sequence' has shape " + aoti::shape_string(bd.sizes()) +
-                           ": it must be 1-D or share all but its last dimension with 'self' of shape " +
-                           aoti::shape_string(out_sizes));
-  }
+  const std::span<const int64_t> values_sizes(out_sizes);
+  KILN_RETURN_IF_ERROR(aoti::search::boundaries_shape(bd.sizes(), scalar ? nullptr : &values_sizes,
+                                                      s.op[0] == 'b' ? "boundaries" : "sorted_sequence"));
   const int64_t n = bd.dim() == 0 ? 1 : bd.size(bd.dim() - 1);
   std::vector<int64_t> order;
   if (s.sorter != nullptr) {
-    KILN_RETURN_IF_ERROR(same_dtype(*s.sorter, DType::Int64, "sorter"));
-    if (s.sorter->sizes() != bd.sizes())
-      return aoti::invalid("argument 'sorter' has shape " + aoti::shape_string(s.sorter->sizes()) + ", expected " +
-                           aoti::shape_string(bd.sizes()) + " (the boundaries' shape)");
+    KILN_RETURN_IF_ERROR(aoti::search::sorter_args(s.sorter->dtype(), s.sorter->sizes(), bd.sizes()));
     order = read_elements<int64_t>(*s.sorter);
     for (int64_t i : order)
       if (i < 0 || i >= n)
         return aoti::invalid("argument 'sorter' holds index " + std::to_string(i) + ", out of range for " +
                              std::to_string(n) + " boundaries");
   }
-  // A Scalar enters type promotion as the default dtype, float32.
-  const DType common = scalar ? combine_categories(bd.dtype(), DType::Float32)
-                       : value_dim == 0 && bd.dim() > 0 ? combine_categories(bd.dtype(), s.values->dtype())
-                                                        : promote_types(bd.dtype(), s.values->dtype());
-  if (!dtype_in(common, kAllTypes | kReducedFloat))
-    return aoti::invalid(std::string("boundaries and values compare as ") + dtype_name(common) + ", which " + s.op +
-                         " does not support on the CPU");
+  const DType common = aoti::search::compare_dtype_of(
+      bd.dtype(), scalar ? std::nullopt : std::optional<DType>(s.values->dtype()), value_dim);
+  KILN_RETURN_IF_ERROR(aoti::search::compare_dtype(common, s.op, "the CPU"));
   const DType out_dtype = s.out_int32 ? DType::Int32 : DType::Int64;
   KILN_ASSIGN_OR_RETURN(Tensor out, new_cpu_tensor(out_sizes, out_dtype));
   const int64_t count = out.numel();
@@ -133,16 +109,6 @@ Error run_search(const Search& s, AtenTensorHandle* ret0) {
   return return_tensor(std::move(out), ret0, "ret0");
 }
 
-// side, when given, decides; it may not contradict right=True.
-Result<bool> resolve_right(int32_t right, const char** side) {
-  if (side == nullptr || *side == nullptr) return right != 0;
-  const std::string s = *side;
-  if (s != "left" && s != "right")
-    return aoti::invalid("argument 'side' is '" + s + "', expected 'left' or 'right'");
-  if (s == "left" && right != 0) return aoti::invalid("argument 'side' is 'left' while 'right' is true");
-  return s == "right";
-}
-
 }  // namespace
 
 extern "C" {
@@ -158,11 +124,9 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_searchsorted_Tensor(AtenTensorHan
     KILN_ASSIGN_OR_RETURN(s.boundaries, cpu_tensor_arg(sorted_sequence, "sorted_sequence"));
     KILN_ASSIGN_OR_RETURN(s.values, cpu_tensor_arg(self, "self"));
     KILN_ASSIGN_OR_RETURN(s.sorter, optional_cpu_tensor_arg(sorter, "sorter"));
-    KILN_ASSIGN_OR_RETURN(s.right, resolve_right(right, side));
+    KILN_ASSIGN_OR_RETURN(s.right, aoti::search::resolve_right(right, side));
     s.out_int32 = out_int32 != 0;
-    if (s.values->dim() == 0 && s.boundaries->dim() > 1)
-      return aoti::invalid("argument 'self' is 0-d, which needs 1-D 'sorted_sequence', not shape " +
-                           aoti::shape_string(s.boundaries->sizes()));
+    KILN_RETURN_IF_ERROR(aoti::search::zero_dim_values(s.values->sizes(), s.boundaries->sizes()));
     return run_search(s, ret0);
   });
 }
@@ -176,12 +140,10 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_searchsorted_Scalar(AtenTensorHan
     Search s;
     KILN_ASSIGN_OR_RETURN(s.boundaries, cpu_tensor_arg(sorted_sequence, "sorted_sequence"));
     KILN_ASSIGN_OR_RETURN(s.sorter, optional_cpu_tensor_arg(sorter, "sorter"));
-    KILN_ASSIGN_OR_RETURN(s.right, resolve_right(right, side));
+    KILN_ASSIGN_OR_RETURN(s.right, aoti::search::resolve_right(right, side));
     s.scalar = self;
     s.out_int32 = out_int32 != 0;
-    if (s.boundaries->dim() != 1)
-      return aoti::invalid("argument 'self' is a Scalar, which needs 1-D 'sorted_sequence', not shape " +
-                           aoti::shape_string(s.boundaries->sizes()));
+    KILN_RETURN_IF_ERROR(aoti::search::scalar_values(s.boundaries->sizes()));
     return run_search(s, ret0);
   });
 }
@@ -195,9 +157,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bucketize_Tensor(AtenTensorHandle
     s.op = "bucketize";
     KILN_ASSIGN_OR_RETURN(s.values, cpu_tensor_arg(self, "self"));
     KILN_ASSIGN_OR_RETURN(s.boundaries, cpu_tensor_arg(boundaries, "boundaries"));
-    if (s.boundaries->dim() != 1)
-      return aoti::invalid("argument 'boundaries' has shape " + aoti::shape_string(s.boundaries->sizes()) +
-                           ", expected 1-D");
+    KILN_RETURN_IF_ERROR(aoti::search::bucketize_boundaries(s.boundaries->sizes()));
     s.right = right != 0;
     s.out_int32 = out_int32 != 0;
     return run_search(s, ret0);

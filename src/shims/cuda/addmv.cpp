@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "shims/common/product_args.h"
 #include "shims/common/shim_util.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/matmul.h"
@@ -28,17 +29,15 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addmv(AtenTensorHandle self, Ate
     KILN_ASSIGN_OR_RETURN(const TensorRef s, read_tensor(self, "self"));
     KILN_ASSIGN_OR_RETURN(const TensorRef m, read_tensor(mat, "mat"));
     KILN_ASSIGN_OR_RETURN(const TensorRef v, read_tensor(vec, "vec"));
-    if (m.dim() != 2) return aoti::invalid("argument 'mat' must be 2-d, got " + m.describe());
-    if (v.dim() != 1) return aoti::invalid("argument 'vec' must be 1-d, got " + v.describe());
-    if (m.sizes[1] != v.sizes[0])
-      return aoti::invalid("shape mismatch: mat " + aoti::shape_string(m.sizes) + " @ vec " +
-                           aoti::shape_string(v.sizes));
+    KILN_RETURN_IF_ERROR(
+        aoti::product::matrix_vector({m.dtype, m.sizes, Device{DeviceType::CUDA, m.device_index}},
+                                     {v.dtype, v.sizes, Device{DeviceType::CUDA, v.device_index}}));
     KILN_RETURN_IF_ERROR(same_dtype_and_device(m, s, "mat", "self"));
     KILN_RETURN_IF_ERROR(same_dtype_and_device(v, s, "vec", "self"));
     KILN_RETURN_IF_ERROR(check_product_dtype(s.dtype));
     const int64_t n = m.sizes[0], k = m.sizes[1];
     const std::vector<int64_t> sizes{n};
-    KILN_RETURN_IF_ERROR(broadcast_strides(s, sizes, "self").error());
+    KILN_RETURN_IF_ERROR(aoti::product::broadcasts_to(s.sizes, sizes, "self"));
     KILN_ASSIGN_OR_RETURN(OwnedHandle result, new_contiguous(sizes, s.dtype, s.device_index));
     KILN_ASSIGN_OR_RETURN(TensorRef o, read_tensor(result.get(), "ret0"));
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "devices/cuda/device/strided_copy.h"
+#include "shims/common/product_args.h"
 #include "shims/common/shim_util.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/matmul.h"
@@ -22,13 +23,12 @@ using namespace kiln::cudadev;
 
 namespace {
 
+aoti::product::Factor factor(const TensorRef& t) {
+  return {t.dtype, t.sizes, Device{DeviceType::CUDA, t.device_index}};
+}
+
 Error check_batches(const TensorRef& b1, const TensorRef& b2) {
-  if (b1.dim() != 3) return aoti::invalid("argument 'batch1' must be 3-d, got " + b1.describe());
-  if (b2.dim() != 3) return aoti::invalid("argument 'batch2' must be 3-d, got " + b2.describe());
-  if (b1.sizes[0] != b2.sizes[0] || b1.sizes[2] != b2.sizes[1])
-    return aoti::invalid("shape mismatch: batch1 " + aoti::shape_string(b1.sizes) + " @ batch2 " +
-                         aoti::shape_string(b2.sizes));
-  return Error::Ok;
+  return aoti::product::batches(factor(b1), factor(b2));
 }
 
 // The stride of dimensions (outer, inner) of sizes (outer_size, inner_size)
@@ -74,10 +74,19 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out
                                                             AtenTensorHandle batch1, AtenTensorHandle batch2,
                                                             double beta, double alpha) {
   return aoti::guarded("aoti_torch_cuda_baddbmm_out", [&]() -> Error {
+    {
+      // The batches' shape rule first, so a bad batch gets the message every
+      // device gives; read_product then checks out against them.
+      KILN_RETURN_IF_ERROR(read_tensor(out, "out").error());
+      KILN_ASSIGN_OR_RETURN(const TensorRef b1, read_tensor(batch1, "batch1"));
+      KILN_ASSIGN_OR_RETURN(const TensorRef b2, read_tensor(batch2, "batch2"));
+      KILN_RETURN_IF_ERROR(check_batches(b1, b2));
+    }
     TensorRef o, a, b;
     KILN_RETURN_IF_ERROR(read_product(out, batch1, batch2, "batch1", "batch2", 3, o, a, b));
     KILN_ASSIGN_OR_RETURN(const TensorRef s, read_tensor(self, "self"));
     KILN_RETURN_IF_ERROR(check_same(o, s, "self"));
+    KILN_RETURN_IF_ERROR(aoti::product::broadcasts_to(s.sizes, o.sizes, "self"));
     KILN_ASSIGN_OR_RETURN(const std::vector<int64_t> self_strides, broadcast_strides(s, o.sizes, "self"));
     // The addend goes into out first (unless out is self), where the product adds to it through beta.
     const bool same = s.data == o.data && s.sizes == o.sizes && s.strides == o.strides;
@@ -105,7 +114,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addbmm(AtenTensorHandle self, At
     KILN_RETURN_IF_ERROR(same_dtype_and_device(b2, s, "batch2", "self"));
     KILN_RETURN_IF_ERROR(check_product_dtype(s.dtype));
     const std::vector<int64_t> sizes{b1.sizes[1], b2.sizes[2]};
-    KILN_RETURN_IF_ERROR(broadcast_strides(s, sizes, "self").error());
+    KILN_RETURN_IF_ERROR(aoti::product::broadcasts_to(s.sizes, sizes, "self"));
     KILN_ASSIGN_OR_RETURN(OwnedHandle result, new_contiguous(sizes, s.dtype, s.device_index));
     KILN_ASSIGN_OR_RETURN(const TensorRef o, read_tensor(result.get(), "ret0"));
 

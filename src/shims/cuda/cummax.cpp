@@ -7,6 +7,7 @@
 #include <string>
 
 #include "devices/cuda/kernels/scan_kernel.h"
+#include "shims/common/cum_extreme_args.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/op_util.h"
 
@@ -23,11 +24,7 @@ AOTITorchError cum_extreme(const char* fn, AtenTensorHandle self_h, int64_t dim,
     KILN_ASSIGN_OR_RETURN(TensorRef self, read_tensor(self_h, "self"));
     KILN_ASSIGN_OR_RETURN(int64_t d, wrap_dim(dim, self.dim()));
     const DType dt = self.dtype;
-    // The dtypes ATen's CUDA kernel dispatches on.
-    if (!is_floating_dtype(dt) && !(is_integral_dtype(dt) && dt != DType::UInt16 && dt != DType::UInt32 &&
-                                    dt != DType::UInt64))
-      return aoti::invalid(std::string("argument 'self' has dtype ") + dtype_name(dt) + ", which " +
-                           (max ? "cummax" : "cummin") + " does not support on CUDA");
+    KILN_RETURN_IF_ERROR(aoti::cum_extreme_dtype_check(dt, max, "CUDA"));
     KILN_ASSIGN_OR_RETURN(OwnedHandle values, new_contiguous(self.sizes, dt, self.device_index));
     KILN_ASSIGN_OR_RETURN(OwnedHandle indices, new_contiguous(self.sizes, DType::Int64, self.device_index));
     KILN_ASSIGN_OR_RETURN(TensorRef v, read_tensor(values.get(), "ret0"));

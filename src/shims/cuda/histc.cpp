@@ -9,30 +9,19 @@
 // range leaves every bin 0 instead. Explicit edges (MoE routing's) never
 // synchronise.
 #include <cmath>
-#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/kernels/search_kernel.h"
+#include "shims/common/histc_args.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/op_util.h"
 
 using namespace kiln;
 using namespace kiln::cudadev;
 
-namespace {
-
-// More bins than any memory holds; refused before they are allocated.
-constexpr int64_t kMaxBins = int64_t{1} << 48;
-
-std::string num(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
-}  // namespace
+using aoti::hist::num;
 
 extern "C" {
 
@@ -42,13 +31,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_histc(AtenTensorHandle self_h, i
     KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
     KILN_ASSIGN_OR_RETURN(TensorRef self, read_tensor(self_h, "self"));
     const DType dt = self.dtype;
-    if (!is_floating_dtype(dt))
-      return aoti::invalid(std::string("argument 'self' has dtype ") + dtype_name(dt) +
-                           ", which histc does not support (floating dtypes only)");
-    if (bins <= 0) return aoti::invalid("argument 'bins' is " + std::to_string(bins) + ", expected > 0");
-    if (bins > kMaxBins)
-      return aoti::invalid("argument 'bins' is " + std::to_string(bins) + ", more than memory can hold");
-    if (min > max) return aoti::invalid("argument 'max' (" + num(max) + ") is below 'min' (" + num(min) + ")");
+    KILN_RETURN_IF_ERROR(aoti::hist::histc_args(dt, bins, min, max));
     // ATen compares min and max in the accumulate type (float32, float64 for
     // float64), then keeps them in self's dtype.
     const DType acc = dt == DType::Float64 ? DType::Float64 : DType::Float32;
@@ -60,8 +43,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_histc(AtenTensorHandle self_h, i
         lo = round_to_floating(lo - 1, dt);
         hi = round_to_floating(hi + 1, dt);
       }
-      if (!std::isfinite(lo) || !std::isfinite(hi))
-        return aoti::invalid("the range [" + num(lo) + ", " + num(hi) + "] is not finite");
+      if (!std::isfinite(lo) || !std::isfinite(hi)) return aoti::hist::range_not_finite(lo, hi);
       if (!(lo < hi))
         return aoti::invalid("argument 'max' (" + num(hi) + ") must be larger than 'min' (" + num(lo) +
                              ") in dtype " + dtype_name(dt));

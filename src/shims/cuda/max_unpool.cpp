@@ -55,25 +55,14 @@ AOTITorchError max_unpool(const char* fn, int spatial, AtenTensorHandle self_h, 
     KILN_ASSIGN_OR_RETURN(TensorRef self, read_tensor(self_h, "self"));
     KILN_ASSIGN_OR_RETURN(TensorRef indices, read_tensor(indices_h, "indices"));
     KILN_RETURN_IF_ERROR(pool_dtype(self.dtype, true));
-    if (indices.dtype != DType::Int64)
-      return aoti::invalid(std::string("argument 'indices' has dtype ") + dtype_name(indices.dtype) +
-                           ", expected int64");
+    KILN_RETURN_IF_ERROR(ap::unpool_indices_dtype(indices.dtype));
     if (indices.device_index != self.device_index)
       return aoti::invalid("argument 'indices' is on CUDA device " + std::to_string(indices.device_index) +
                            " but self on " + std::to_string(self.device_index));
-    if (indices.sizes != self.sizes)
-      return aoti::invalid("argument 'indices' has shape " + aoti::shape_string(indices.sizes) +
-                           ", expected self's " + aoti::shape_string(self.sizes));
+    KILN_RETURN_IF_ERROR(ap::unpool_indices_shape(indices.sizes, self.sizes));
     KILN_ASSIGN_OR_RETURN(Planes p, planes_of(self, spatial));
     KILN_ASSIGN_OR_RETURN(Dims out, ap::exact_dims_arg(output_size, output_size_len, spatial, "output_size"));
-    if (spatial == 3) {
-      KILN_ASSIGN_OR_RETURN(std::span<const int64_t> s, aoti::int_array_arg(stride, stride_len, "stride"));
-      KILN_ASSIGN_OR_RETURN(std::span<const int64_t> pad, aoti::int_array_arg(padding, padding_len, "padding"));
-      if (s.size() != 3) return aoti::invalid("argument 'stride' must have 3 elements");
-      if (pad.size() != 3) return aoti::invalid("argument 'padding' must have 3 elements");
-      for (int64_t v : s)
-        if (v <= 0) return aoti::invalid("argument 'stride' must be greater than zero");
-    }
+    KILN_RETURN_IF_ERROR(ap::unpool_stride_padding(spatial, stride, stride_len, padding, padding_len));
     const std::vector<int64_t> sizes = ap::result_sizes(p, out, spatial);
     KILN_ASSIGN_OR_RETURN(OwnedHandle result, new_result(self, sizes, self.dtype, false));
     KILN_ASSIGN_OR_RETURN(TensorRef r, read_tensor(result.get(), "ret0"));
@@ -107,8 +96,7 @@ AOTITorchError max_unpool(const char* fn, int spatial, AtenTensorHandle self_h, 
     if (bad != std::numeric_limits<unsigned long long>::max()) {
       const int64_t out_plane = out[0] * out[1] * out[2];
       KILN_ASSIGN_OR_RETURN(int64_t at, index_at(indices, p, index_strides, static_cast<int64_t>(bad), stream));
-      return aoti::invalid("argument 'indices' holds " + std::to_string(at) + ", outside an output plane of " +
-                           std::to_string(out_plane) + " elements");
+      return ap::unpool_index_outside(at, out_plane);
     }
     return return_handle(result, ret0, "ret0");
   });

@@ -3,17 +3,18 @@
 // line of boundaries where it would be inserted (the first boundary >= value,
 // or > value with right / side="right"), one thread per value
 // (kernels/search_kernel.cu). The arguments are checked as the CPU op checks
-// them (src/shims/cpu/searchsorted.cpp) and compared in the same result dtype;
+// them (shims/common/search_args.h) and compared in the same result dtype;
 // the result is a new contiguous int64 (int32 with out_int32) tensor of the
 // values' shape, owned by the caller. Nothing is read back to the host, so
 // sorter indices are not range-checked up front: an index outside the line
 // yields -1 for the values whose search meets it, never a read past memory.
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "core/dtype_promotion.h"
 #include "devices/cuda/kernels/search_kernel.h"
+#include "shims/common/search_args.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/op_util.h"
 
@@ -21,12 +22,6 @@ using namespace kiln;
 using namespace kiln::cudadev;
 
 namespace {
-
-// The dtypes ATen's CUDA kernel dispatches on.
-bool searchable(DType d) {
-  return is_floating_dtype(d) || (is_integral_dtype(d) && d != DType::Bool && d != DType::UInt16 &&
-                                  d != DType::UInt32 && d != DType::UInt64);
-}
 
 struct Search {
   const TensorRef* boundaries = nullptr;
@@ -44,25 +39,11 @@ Error run_search(const Search& s, AtenTensorHandle* ret0) {
   const bool scalar = s.values == nullptr;
   const std::vector<int64_t> out_sizes = scalar ? std::vector<int64_t>{} : s.values->sizes;
   const int64_t value_dim = scalar ? 0 : s.values->dim();
-  if (bd.dim() == 0)
-    return aoti::invalid(std::string("argument '") + s.boundaries_name +
-                         "' is 0-d; it must have at least one dimension");
-  if (bd.dim() > 1) {
-    bool match = value_dim == bd.dim();
-    for (int64_t d = 0; match && d + 1 < bd.dim(); ++d)
-      match = bd.sizes[static_cast<size_t>(d)] == s.values->sizes[static_cast<size_t>(d)];
-    if (!match)
-      return aoti::invalid("argument 'sorted_sequence' has shape " + aoti::shape_string(bd.sizes) +
-                           ": it must be 1-D or share all but its last dimension with 'self' of shape " +
-                           aoti::shape_string(out_sizes));
-  }
+  const std::span<const int64_t> values_sizes(out_sizes);
+  KILN_RETURN_IF_ERROR(
+      aoti::search::boundaries_shape(bd.sizes, scalar ? nullptr : &values_sizes, s.boundaries_name));
   if (s.sorter != nullptr) {
-    if (s.sorter->dtype != DType::Int64)
-      return aoti::invalid(std::string("argument 'sorter' has dtype ") + dtype_name(s.sorter->dtype) +
-                           ", expected int64");
-    if (s.sorter->sizes != bd.sizes)
-      return aoti::invalid("argument 'sorter' has shape " + aoti::shape_string(s.sorter->sizes) + ", expected " +
-                           aoti::shape_string(bd.sizes) + " (the boundaries' shape)");
+    KILN_RETURN_IF_ERROR(aoti::search::sorter_args(s.sorter->dtype, s.sorter->sizes, bd.sizes));
     if (s.sorter->device_index != bd.device_index)
       return aoti::invalid("argument 'sorter' is on another CUDA device than '" + std::string(s.boundaries_name) +
                            "'");
@@ -70,20 +51,15 @@ Error run_search(const Search& s, AtenTensorHandle* ret0) {
   if (!scalar && s.values->device_index != bd.device_index)
     return aoti::invalid("argument 'self' is on another CUDA device than '" + std::string(s.boundaries_name) + "'");
   for (const TensorRef* t : {s.boundaries, s.values}) {
-    if (t == nullptr || searchable(t->dtype) || t->dtype == DType::Bool) continue;
+    if (t == nullptr || aoti::search::searchable(t->dtype) || t->dtype == DType::Bool) continue;
     return aoti::invalid(std::string("argument '") + (t == s.values ? "self" : s.boundaries_name) +
                          "' has dtype " + dtype_name(t->dtype) + ", which " + s.op + " does not support on CUDA");
   }
-  // ATen's result dtype of the two: a 0-d value tensor, or a Scalar (as the
-  // default dtype, float32), only decides it from a higher dtype class.
-  ResultType rt;
-  rt.add_tensor(bd.dtype, bd.dim());
-  if (scalar) rt.add_double_scalar();
-  else rt.add_tensor(s.values->dtype, value_dim);
-  KILN_ASSIGN_OR_RETURN(const DType common, rt.dtype());
-  if (!searchable(common))
-    return aoti::invalid(std::string("boundaries and values compare as ") + dtype_name(common) + ", which " + s.op +
-                         " does not support on CUDA");
+  // Each operand's own dtype was checked above, so no pair reaching here
+  // gives a dtype ATen's ResultType would refuse.
+  const DType common = aoti::search::compare_dtype_of(
+      bd.dtype, scalar ? std::nullopt : std::optional<DType>(s.values->dtype), value_dim);
+  KILN_RETURN_IF_ERROR(aoti::search::compare_dtype(common, s.op, "CUDA"));
   const DType out_dtype = s.out_int32 ? DType::Int32 : DType::Int64;
   KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_contiguous(out_sizes, out_dtype, bd.device_index));
   KILN_ASSIGN_OR_RETURN(TensorRef o, read_tensor(out.get(), "ret0"));
@@ -114,16 +90,6 @@ Error run_search(const Search& s, AtenTensorHandle* ret0) {
   return return_handle(out, ret0, "ret0");
 }
 
-// side, when given, decides; it may not contradict right=True.
-Result<bool> resolve_right(int32_t right, const char** side) {
-  if (side == nullptr || *side == nullptr) return right != 0;
-  const std::string s = *side;
-  if (s != "left" && s != "right")
-    return aoti::invalid("argument 'side' is '" + s + "', expected 'left' or 'right'");
-  if (s == "left" && right != 0) return aoti::invalid("argument 'side' is 'left' while 'right' is true");
-  return s == "right";
-}
-
 Result<std::optional<TensorRef>> optional_tensor(AtenTensorHandle* h, const char* name) {
   if (h == nullptr || *h == nullptr) return std::optional<TensorRef>{};
   KILN_ASSIGN_OR_RETURN(TensorRef t, read_tensor(*h, name));
@@ -148,11 +114,9 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_searchsorted_Tensor(AtenTensorHa
     s.boundaries = &bd;
     s.values = &values;
     s.sorter = order ? &*order : nullptr;
-    KILN_ASSIGN_OR_RETURN(s.right, resolve_right(right, side));
+    KILN_ASSIGN_OR_RETURN(s.right, aoti::search::resolve_right(right, side));
     s.out_int32 = out_int32 != 0;
-    if (values.dim() == 0 && bd.dim() > 1)
-      return aoti::invalid("argument 'self' is 0-d, which needs 1-D 'sorted_sequence', not shape " +
-                           aoti::shape_string(bd.sizes));
+    KILN_RETURN_IF_ERROR(aoti::search::zero_dim_values(values.sizes, bd.sizes));
     return run_search(s, ret0);
   });
 }
@@ -168,12 +132,10 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_searchsorted_Scalar(AtenTensorHa
     Search s;
     s.boundaries = &bd;
     s.sorter = order ? &*order : nullptr;
-    KILN_ASSIGN_OR_RETURN(s.right, resolve_right(right, side));
+    KILN_ASSIGN_OR_RETURN(s.right, aoti::search::resolve_right(right, side));
     s.scalar = self;
     s.out_int32 = out_int32 != 0;
-    if (bd.dim() != 1)
-      return aoti::invalid("argument 'self' is a Scalar, which needs 1-D 'sorted_sequence', not shape " +
-                           aoti::shape_string(bd.sizes));
+    KILN_RETURN_IF_ERROR(aoti::search::scalar_values(bd.sizes));
     return run_search(s, ret0);
   });
 }
@@ -185,8 +147,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bucketize_Tensor(AtenTensorHandl
     KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
     KILN_ASSIGN_OR_RETURN(TensorRef values, read_tensor(self, "self"));
     KILN_ASSIGN_OR_RETURN(TensorRef bd, read_tensor(boundaries, "boundaries"));
-    if (bd.dim() != 1)
-      return aoti::invalid("argument 'boundaries' has shape " + aoti::shape_string(bd.sizes) + ", expected 1-D");
+    KILN_RETURN_IF_ERROR(aoti::search::bucketize_boundaries(bd.sizes));
     Search s;
     s.op = "bucketize";
     s.boundaries_name = "boundaries";
