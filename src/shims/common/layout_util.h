@@ -13,6 +13,17 @@
 
 namespace kiln::aoti {
 
+/// The sizes of a reduction over `dim` (already wrapped): the dimension
+/// dropped, or kept with size 1 under keepdim; a 0-d input gives 0-d.
+inline std::vector<int64_t> reduced_sizes(std::span<const int64_t> sizes, int64_t dim, bool keepdim) {
+  std::vector<int64_t> out;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (static_cast<int64_t>(d) != dim) out.push_back(sizes[d]);
+    else if (keepdim) out.push_back(1);
+  }
+  return out;
+}
+
 /// True if the elements tile a contiguous block exactly once under some
 /// permutation of dimensions (size-1 dimensions ignored).
 KILN_API bool non_overlapping_and_dense(std::span<const int64_t> sizes, std::span<const int64_t> strides);

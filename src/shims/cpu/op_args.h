@@ -16,6 +16,7 @@
 namespace kiln::cpu {
 
 using aoti::optional_dtype_arg;
+using aoti::reduced_sizes;
 using aoti::retyped_view;
 using aoti::return_tensor;
 using aoti::wrap_dim;
@@ -80,17 +81,6 @@ inline Error expect_shape(const Tensor& out, std::span<const int64_t> sizes, con
     return aoti::invalid(std::string("argument '") + name + "' has shape " + aoti::shape_string(out.sizes()) +
                          ", expected " + aoti::shape_string(sizes));
   return Error::Ok;
-}
-
-/// The sizes of a reduction over `dim` (already wrapped): the dimension
-/// dropped, or kept with size 1 under keepdim; a 0-d input gives 0-d.
-inline std::vector<int64_t> reduced_sizes(std::span<const int64_t> sizes, int64_t dim, bool keepdim) {
-  std::vector<int64_t> out;
-  for (size_t d = 0; d < sizes.size(); ++d) {
-    if (static_cast<int64_t>(d) != dim) out.push_back(sizes[d]);
-    else if (keepdim) out.push_back(1);
-  }
-  return out;
 }
 
 /// The TensorOptions arguments of a factory op (dtype, layout, device,

@@ -16,6 +16,7 @@
 #include "shims/common/select_args.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/op_util.h"
+#include "shims/cuda/sorted_lines.h"
 
 using namespace kiln;
 using namespace kiln::cudadev;
@@ -43,29 +44,13 @@ AOTITorchError median_impl(const char* fn, const char* op, AtenTensorHandle self
     KILN_ASSIGN_OR_RETURN(TensorRef out, read_tensor(result.get(), "ret0"));
     cudaStream_t stream = current_stream(self.device_index);
     const int64_t n = self.numel();
-    DeviceBuffer sorted;
+    SortedRows sorted;
     if (n > 0) {
-      LineShape shape;
-      shape.size = n;
-      KILN_ASSIGN_OR_RETURN(StridedIndexer in_index, indexer(self));
-      StridedIndexer sorted_index;
-      sorted_index.ndim = 1;
-      sorted_index.sizes[0] = n;
-      sorted_index.strides[0] = 1;
-      const auto count = static_cast<size_t>(n);
-      KILN_ASSIGN_OR_RETURN(sorted, DeviceBuffer::allocate(count * self.element_bytes(), self.device_index, stream));
-      KILN_ASSIGN_OR_RETURN(DeviceBuffer positions,
-                            DeviceBuffer::allocate(count * sizeof(int64_t), self.device_index, stream));
-      KILN_ASSIGN_OR_RETURN(size_t bytes, sort_lines_workspace(self.dtype, shape));
-      DeviceBuffer workspace;
-      if (bytes > 0) {
-        KILN_ASSIGN_OR_RETURN(workspace, DeviceBuffer::allocate(bytes, self.device_index, stream));
-      }
-      KILN_RETURN_IF_ERROR(launch_sort_lines(self.data, self.dtype, in_index, shape, false, n, sorted.get(),
-                                             static_cast<int64_t*>(positions.get()), sorted_index, workspace.get(),
-                                             bytes, stream));
+      LineShape whole;  // the tensor as one line
+      whole.size = n;
+      KILN_ASSIGN_OR_RETURN(sorted, sort_lines_to_rows(self, whole, n));
     }
-    KILN_RETURN_IF_ERROR(launch_median_sorted(sorted.get(), self.dtype, n, ignore_nan,
+    KILN_RETURN_IF_ERROR(launch_median_sorted(sorted.values.get(), self.dtype, n, ignore_nan,
                                               aoti::empty_median_integer(self.dtype), out.data, stream));
     return return_handle(result, ret0, "ret0");
   });

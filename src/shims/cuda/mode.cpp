@@ -21,6 +21,7 @@
 #include "devices/cuda/kernels/sort_kernel.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/op_util.h"
+#include "shims/cuda/sorted_lines.h"
 
 using namespace kiln;
 using namespace kiln::cudadev;
@@ -46,30 +47,9 @@ bool offsets_fit_32_bits(const TensorRef& t) {
 Error mode_by_sorting(const TensorRef& self, int64_t d, int64_t size, void* values, int64_t* indices) {
   const LineShape shape = line_shape(self, d);
   const int64_t lines = shape.lines();
-  cudaStream_t stream = current_stream(self.device_index);
-  KILN_ASSIGN_OR_RETURN(StridedIndexer in_index, indexer(self));
-  // The sorted lines land as [lines, size], line l = (outer o, inner n) at
-  // row o * inner + n: the order of the reduced result's elements.
-  StridedIndexer sorted_index;
-  sorted_index.ndim = 3;
-  sorted_index.sizes[0] = shape.outer;
-  sorted_index.sizes[1] = size;
-  sorted_index.sizes[2] = shape.inner;
-  sorted_index.strides[0] = shape.inner * size;
-  sorted_index.strides[1] = 1;
-  sorted_index.strides[2] = size;
-  const auto n = static_cast<size_t>(lines * size);
-  KILN_ASSIGN_OR_RETURN(DeviceBuffer sorted, DeviceBuffer::allocate(n * self.element_bytes(), self.device_index, stream));
-  KILN_ASSIGN_OR_RETURN(DeviceBuffer positions, DeviceBuffer::allocate(n * sizeof(int64_t), self.device_index, stream));
-  KILN_ASSIGN_OR_RETURN(size_t bytes, sort_lines_workspace(self.dtype, shape));
-  DeviceBuffer workspace;
-  if (bytes > 0) {
-    KILN_ASSIGN_OR_RETURN(workspace, DeviceBuffer::allocate(bytes, self.device_index, stream));
-  }
-  auto* pos = static_cast<int64_t*>(positions.get());
-  KILN_RETURN_IF_ERROR(launch_sort_lines(self.data, self.dtype, in_index, shape, false, size, sorted.get(), pos,
-                                         sorted_index, workspace.get(), bytes, stream));
-  return launch_mode_sorted(sorted.get(), self.dtype, pos, lines, size, values, indices, stream);
+  KILN_ASSIGN_OR_RETURN(SortedRows sorted, sort_lines_to_rows(self, shape, size));
+  return launch_mode_sorted(sorted.values.get(), self.dtype, static_cast<int64_t*>(sorted.positions.get()), lines,
+                            size, values, indices, current_stream(self.device_index));
 }
 
 }  // namespace
@@ -89,11 +69,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mode(AtenTensorHandle self_h, in
     const int64_t size = self.dim() == 0 ? 1 : self.sizes[static_cast<size_t>(d)];
     if (size == 0)
       return aoti::invalid("argument 'self' has size 0 in dimension " + std::to_string(d) + ", which mode reduces");
-    std::vector<int64_t> out_sizes;
-    for (int64_t i = 0; i < self.dim(); ++i) {
-      if (i != d) out_sizes.push_back(self.sizes[static_cast<size_t>(i)]);
-      else if (keepdim != 0) out_sizes.push_back(1);
-    }
+    const std::vector<int64_t> out_sizes = aoti::reduced_sizes(self.sizes, d, keepdim != 0);
     KILN_ASSIGN_OR_RETURN(OwnedHandle values, new_contiguous(out_sizes, self.dtype, self.device_index));
     KILN_ASSIGN_OR_RETURN(OwnedHandle indices, new_contiguous(out_sizes, DType::Int64, self.device_index));
     KILN_ASSIGN_OR_RETURN(TensorRef v, read_tensor(values.get(), "ret0"));

@@ -10,6 +10,7 @@
 #include "devices/cuda/kernels/sort_kernel.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/op_util.h"
+#include "shims/cuda/sorted_lines.h"
 
 using namespace kiln;
 using namespace kiln::cudadev;
@@ -21,17 +22,9 @@ Error sort_into(const TensorRef& self, int64_t d, bool descending, int64_t count
   if (!sortable(self.dtype))
     return aoti::invalid(std::string("sort does not support dtype ") + dtype_name(self.dtype));
   if (values.strides != indices.strides) return set_error(Error::Internal, "values and indices laid out differently");
-  const LineShape shape = line_shape(self, d);
-  KILN_ASSIGN_OR_RETURN(StridedIndexer in_index, indexer(self));
   KILN_ASSIGN_OR_RETURN(StridedIndexer out_index, indexer(values));
-  cudaStream_t stream = current_stream(self.device_index);
-  KILN_ASSIGN_OR_RETURN(size_t bytes, sort_lines_workspace(self.dtype, shape));
-  DeviceBuffer workspace;
-  if (bytes > 0) {
-    KILN_ASSIGN_OR_RETURN(workspace, DeviceBuffer::allocate(bytes, self.device_index, stream));
-  }
-  return launch_sort_lines(self.data, self.dtype, in_index, shape, descending, count, values.data,
-                           static_cast<int64_t*>(indices.data), out_index, workspace.get(), bytes, stream);
+  return sort_lines(self, line_shape(self, d), descending, count, values.data, static_cast<int64_t*>(indices.data),
+                    out_index);
 }
 
 AOTITorchError sort(const char* fn, AtenTensorHandle self_h, int64_t dim, int32_t descending, AtenTensorHandle* ret0,
