@@ -29,7 +29,9 @@ __device__ inline float e5m2_to_float(uint8_t bits) {
   return __half2float(__ushort_as_half(static_cast<unsigned short>(static_cast<unsigned>(bits) << 8)));
 }
 
-__device__ inline float float8_to_float(uint8_t bits, bool e4m3) { return e4m3 ? e4m3fn_to_float(bits) : e5m2_to_float(bits); }
+__device__ inline float float8_to_float(uint8_t bits, bool e4m3) {
+  return e4m3 ? e4m3fn_to_float(bits) : e5m2_to_float(bits);
+}
 
 // |a| (finite, >= 0) as a float8 code with `mantissa_bits` stored bits and
 // exponent bias `bias`, rounded to nearest even (rintf in the default
