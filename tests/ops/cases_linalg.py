@@ -314,6 +314,18 @@ def _scaled_mm(g):
         for out in (E4, E5):
             yield Case(_scaled(g, 256, 1, 9, self=codes, mat2=g.tensor((1, 9)).to(E5), scale_a=torch.tensor(0.37),
                                scale_b=torch.tensor(3.1), out_dtype=out), id=f"cast-sweep-{_name(src)}-{_name(out)}")
+    # The layout ATen's CUDA op requires (self row-major, mat2 column-major, k and n multiples of 16),
+    # which CUDA runs through cuBLASLt's float8 kernels; the cases above are computed there by Kiln's
+    # tiled kernel, and ATen's CUDA op refuses them (no reference, skipped).
+    for out in (None, torch.float32, torch.bfloat16, torch.float16, E5):
+        yield Case(_scaled(g, 5, 32, 16, mat2=_f8(g, (16, 32), E4).t(), out_dtype=out),
+                   id=f"tn-out-{_name(out) if out else 'default'}")
+    yield Case(_scaled(g, 1, 64, 32, mat2=_f8(g, (32, 64), E4).t(), out_dtype=torch.bfloat16), id="tn-one-row")
+    yield Case(_scaled(g, 6, 32, 48, E5, E4, mat2=_f8(g, (48, 32), E4).t(), out_dtype=torch.float32,
+                       use_fast_accum=True), id="tn-e5m2-fast-accum")
+    for out, bias in ((torch.bfloat16, torch.bfloat16), (torch.float16, torch.float16), (E4, torch.bfloat16)):
+        yield Case(_scaled(g, 7, 32, 16, mat2=_f8(g, (16, 32), E4).t(), bias=g.tensor((16,), bias), out_dtype=out),
+                   id=f"tn-bias-{_name(out)}")
     yield Case(_scaled(g, 0, 8, 6, out_dtype=torch.float32), id="empty")
     yield Case(_scaled(g, 3, 0, 6, out_dtype=torch.float32), id="k0")
     yield Case(_scaled(g, 4, 8, 6, scale_a=torch.rand(4, 1)), error="per-tensor scaling", id="rowwise")
@@ -336,3 +348,7 @@ def _scaled_mm_out(g):
                id="scale-result")
     yield Case(dict(_scaled(g, 4, 8, 6, out_dtype=torch.float32), out=torch.empty(4, 6, dtype=torch.bfloat16)),
                error="must match", id="out-dtype-mismatch")
+    yield Case(dict(_scaled(g, 5, 32, 16, mat2=_f8(g, (16, 32), E4).t(), out_dtype=torch.bfloat16,
+                            bias=g.tensor((16,), torch.bfloat16)), out=torch.empty(5, 16, dtype=torch.bfloat16)),
+               id="tn-bias-bfloat16")
+    yield Case(dict(_scaled(g, 4, 8, 6), out=torch.empty(4, 5, dtype=E4)), error="'out' has shape", id="out-shape")

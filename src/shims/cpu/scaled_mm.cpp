@@ -16,6 +16,7 @@
 #include "devices/cpu/element_buffer.h"
 #include "devices/cpu/gemm.h"
 #include "devices/cpu/strided_index.h"
+#include "shims/common/scaled_mm_args.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/op_args.h"
 
@@ -24,7 +25,7 @@ using namespace kiln::cpu;
 
 namespace {
 
-bool is_float8(DType d) { return d == DType::Float8_e4m3fn || d == DType::Float8_e5m2; }
+using aoti::is_float8;
 
 float float8_value(uint8_t bits, DType d) {
   return d == DType::Float8_e4m3fn ? float8_e4m3fn_to_float(bits) : float8_e5m2_to_float(bits);
@@ -69,9 +70,6 @@ void write_floats(const std::vector<float>& values, const Tensor& out) {
   write_elements(wide.data(), out);
 }
 
-// The float32 result converts to any dtype, as ATen's .to(out_dtype).
-bool supported_out_dtype(DType d) { return is_float8(d) || element_kind(d) != ElementKind::Unsupported; }
-
 struct ScaledMmArgs {
   Tensor* a = nullptr;
   Tensor* b = nullptr;
@@ -91,35 +89,17 @@ Result<ScaledMmArgs> check_args(AtenTensorHandle self, AtenTensorHandle mat2, At
   KILN_ASSIGN_OR_RETURN(Tensor * sb, cpu_tensor_arg(scale_b, "scale_b"));
   KILN_ASSIGN_OR_RETURN(r.bias, optional_cpu_tensor_arg(bias, "bias"));
   KILN_ASSIGN_OR_RETURN(Tensor * sr, optional_cpu_tensor_arg(scale_result, "scale_result"));
-  if (r.a->dim() != 2) return aoti::invalid("argument 'self' must be a matrix, got shape " + aoti::shape_string(r.a->sizes()));
-  if (r.b->dim() != 2) return aoti::invalid("argument 'mat2' must be a matrix, got shape " + aoti::shape_string(r.b->sizes()));
-  if (r.a->size(1) != r.b->size(0))
-    return aoti::invalid("shapes of 'self' " + aoti::shape_string(r.a->sizes()) + " and 'mat2' " +
-                         aoti::shape_string(r.b->sizes()) + " cannot be multiplied");
-  if (!is_float8(r.a->dtype()))
-    return aoti::invalid(std::string("argument 'self' has dtype ") + dtype_name(r.a->dtype()) +
-                         ", expected float8_e4m3fn or float8_e5m2");
-  if (!is_float8(r.b->dtype()))
-    return aoti::invalid(std::string("argument 'mat2' has dtype ") + dtype_name(r.b->dtype()) +
-                         ", expected float8_e4m3fn or float8_e5m2");
+  KILN_RETURN_IF_ERROR(aoti::scaled_mm_operands(r.a->dtype(), r.a->sizes(), r.b->dtype(), r.b->sizes()));
   KILN_ASSIGN_OR_RETURN(r.scale_a, scale_arg(*sa, "scale_a"));
   KILN_ASSIGN_OR_RETURN(r.scale_b, scale_arg(*sb, "scale_b"));
   if (sr != nullptr) {
-    if (sr->numel() != 1 || sr->dtype() != DType::Float32)
-      return aoti::invalid("argument 'scale_result' must be a float32 scalar (one element), got dtype " +
-                           std::string(dtype_name(sr->dtype())) + " shape " + aoti::shape_string(sr->sizes()));
+    KILN_RETURN_IF_ERROR(aoti::scaled_mm_scale_result(sr->dtype(), sr->sizes(), sr->numel()));
     if (out_dtype && is_float8(*out_dtype)) r.output_scale = read_floats(*sr)[0];
   }
   const int64_t n = r.b->size(1);
   if (r.bias != nullptr) {
     const Tensor& bt = *r.bias;
-    if (bt.numel() != n)
-      return aoti::invalid("argument 'bias' has " + std::to_string(bt.numel()) + " elements, expected " +
-                           std::to_string(n));
-    if (is_float8(bt.dtype()) || element_kind(bt.dtype()) == ElementKind::Complex ||
-        element_kind(bt.dtype()) == ElementKind::Unsupported)
-      return aoti::invalid(std::string("argument 'bias' has dtype ") + dtype_name(bt.dtype()) +
-                           ", which cannot be added to the float32 product");
+    KILN_RETURN_IF_ERROR(aoti::scaled_mm_bias(bt.dtype(), bt.numel(), n));
     const int64_t m = r.a->size(0);
     bool fits = bt.dim() <= 2;
     if (fits && bt.dim() >= 1) fits = bt.size(bt.dim() - 1) == n || bt.size(bt.dim() - 1) == 1;
@@ -178,9 +158,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_mm(AtenTensorHandle self,
     KILN_ASSIGN_OR_RETURN(std::optional<DType> requested, optional_dtype_arg(out_dtype, "out_dtype"));
     KILN_ASSIGN_OR_RETURN(ScaledMmArgs args, check_args(self, mat2, scale_a, scale_b, bias, scale_result, requested));
     const DType dt = requested.value_or(args.a->dtype());
-    if (!supported_out_dtype(dt))
-      return aoti::invalid(std::string("argument 'out_dtype' is ") + dtype_name(dt) +
-                           ", which the result cannot be converted to");
+    KILN_RETURN_IF_ERROR(aoti::scaled_mm_result_dtype(dt, "argument 'out_dtype' is"));
     const int64_t sizes[2] = {args.a->size(0), args.b->size(1)};
     KILN_ASSIGN_OR_RETURN(Tensor out, new_cpu_tensor(sizes, dt));
     KILN_RETURN_IF_ERROR(scaled_mm_into(args, out));
@@ -198,12 +176,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_mm_out(AtenTensorHandle o
     KILN_ASSIGN_OR_RETURN(Tensor * result, cpu_tensor_arg(out, "out"));
     KILN_ASSIGN_OR_RETURN(std::optional<DType> requested, optional_dtype_arg(out_dtype, "out_dtype"));
     KILN_ASSIGN_OR_RETURN(ScaledMmArgs args, check_args(self, mat2, scale_a, scale_b, bias, scale_result, requested));
-    if (requested && *requested != result->dtype())
-      return aoti::invalid(std::string("argument 'out_dtype' is ") + dtype_name(*requested) +
-                           " but 'out' has dtype " + dtype_name(result->dtype()) + "; they must match");
-    if (!supported_out_dtype(result->dtype()))
-      return aoti::invalid(std::string("argument 'out' has dtype ") + dtype_name(result->dtype()) +
-                           ", which the result cannot be converted to");
+    KILN_RETURN_IF_ERROR(aoti::scaled_mm_out_dtype(requested, result->dtype()));
+    KILN_RETURN_IF_ERROR(aoti::scaled_mm_result_dtype(result->dtype(), "argument 'out' has dtype"));
     const int64_t sizes[2] = {args.a->size(0), args.b->size(1)};
     KILN_RETURN_IF_ERROR(expect_shape(*result, sizes, "out"));
     return scaled_mm_into(args, *result);

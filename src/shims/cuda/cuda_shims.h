@@ -269,6 +269,13 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__int_mm_out(AtenTensorHandle out
 /// self (float32/bfloat16/float16, m x k) @ mat2 (int8, n x k)^T * scales (n), float32
 /// accumulation, a new contiguous m x n of self's dtype (int_mm.cpp).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int8pack_mm(AtenTensorHandle self, AtenTensorHandle mat2, AtenTensorHandle scales, AtenTensorHandle* ret0);
+/// self @ mat2 (float8, m x k and k x n) with per-tensor or row-wise float32 scales,
+/// optional bias and float8 result scale: cuBLASLt's float8 kernels for a row-major
+/// self and column-major mat2, else a tiled kernel; *ret0 a new contiguous m x n
+/// of out_dtype (default self's) (scaled_mm.cpp).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_mm(AtenTensorHandle self, AtenTensorHandle mat2, AtenTensorHandle scale_a, AtenTensorHandle scale_b, AtenTensorHandle* bias, AtenTensorHandle* scale_result, int32_t* out_dtype, int32_t use_fast_accum, AtenTensorHandle* ret0);
+/// As _scaled_mm, into out ([m, n], any strides) (scaled_mm.cpp).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2, AtenTensorHandle scale_a, AtenTensorHandle scale_b, AtenTensorHandle* bias, AtenTensorHandle* scale_result, int32_t* out_dtype, int32_t use_fast_accum);
 
 // ---- FFT (fft.cpp): cuFFT, opened on first use; results strided as ATen's CUDA kernels'.
 /// n-d DFT of real float32/float64 `self` over `dim` (complex64/complex128);
