@@ -5,6 +5,9 @@
 #   <libdir>/libkiln_cuda.so             the CUDA plugin, when built; beside libkiln.so, where
 #                                        libkiln's loader looks for it (devices/cuda/loader)
 #   bin/kiln                             the CLI
+#   <libdir>/kiln/backends/kiln/libtriton_kiln.so
+#                                        the Triton Inference Server backend, when built:
+#                                        <libdir>/kiln/backends is a --backend-directory
 #   <libdir>/cmake/Kiln/                 KilnConfig.cmake, KilnConfigVersion.cmake, KilnTargets*.cmake
 #   <libdir>/pkgconfig/kiln.pc
 #
@@ -38,6 +41,19 @@ else()
   set_target_properties(kiln_cli PROPERTIES INSTALL_RPATH "\$ORIGIN/${_kiln_bin_to_lib}")
 endif()
 install(TARGETS kiln_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+
+# The Triton backend in the layout Triton looks for (<backends>/kiln/libtriton_kiln.so).
+# Its installed run path reaches the installed libkiln.so.0 three levels up
+# (and still tries its own directory first, where docs/serving.md's copy puts it).
+if(TARGET triton_kiln)
+  set(KILN_TRITON_BACKEND_DIR ${CMAKE_INSTALL_LIBDIR}/kiln/backends/kiln)
+  if(IS_ABSOLUTE ${CMAKE_INSTALL_LIBDIR})
+    set_target_properties(triton_kiln PROPERTIES INSTALL_RPATH "\$ORIGIN;${CMAKE_INSTALL_LIBDIR}")
+  else()
+    set_target_properties(triton_kiln PROPERTIES INSTALL_RPATH "\$ORIGIN;\$ORIGIN/../../..")
+  endif()
+  install(TARGETS triton_kiln LIBRARY DESTINATION ${KILN_TRITON_BACKEND_DIR})
+endif()
 
 install(EXPORT KilnTargets NAMESPACE Kiln:: DESTINATION ${KILN_INSTALL_CMAKEDIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/KilnConfig.cmake.in

@@ -4,9 +4,9 @@
 # with find_package(Kiln) and its C program with pkg-config, runs both on a
 # small program file, and runs the installed CLI. Removes everything it made.
 #
-#   consumer_test.sh BUILD_DIR SOURCE_DIR PROGRAM.kiln WITH_CUDA(ON|OFF) [CMAKE_GENERATOR]
+#   consumer_test.sh BUILD_DIR SOURCE_DIR PROGRAM.kiln WITH_CUDA(ON|OFF) [CMAKE_GENERATOR] [WITH_TRITON(ON|OFF)]
 set -euo pipefail
-build=$1 source=$2 program=$3 with_cuda=$4 generator=${5:-}
+build=$1 source=$2 program=$3 with_cuda=$4 generator=${5:-} with_triton=${6:-OFF}
 
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/kiln-install-test-XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
@@ -25,10 +25,12 @@ expected=(bin/kiln include/kiln/c_api.h include/kiln/module.h include/kiln/versi
   "$libdir/cmake/Kiln/KilnConfig.cmake" "$libdir/cmake/Kiln/KilnConfigVersion.cmake"
   "$libdir/cmake/Kiln/KilnTargets.cmake" "$libdir/pkgconfig/kiln.pc")
 [ "$with_cuda" = ON ] && expected+=("$libdir/libkiln_cuda.so")
+triton_backend=$libdir/kiln/backends/kiln/libtriton_kiln.so
+[ "$with_triton" = ON ] && expected+=("$triton_backend")
 for f in "${expected[@]}"; do [ -e "$prefix/$f" ] || fail "not installed: $f"; done
 [ "$(readlink "$prefix/$libdir/libkiln.so")" = libkiln.so.0 ] || fail "libkiln.so does not link to libkiln.so.0"
 unexpected=$(cd "$prefix" && find . ! -type d | sed 's|^\./||' | grep -Ev \
-  "^(bin/kiln|include/kiln/[a-z0-9_]+\.h|$libdir/libkiln(_cuda)?\.so[.0-9]*|$libdir/cmake/Kiln/Kiln[A-Za-z-]*\.cmake|$libdir/pkgconfig/kiln\.pc)$" || true)
+  "^(bin/kiln|include/kiln/[a-z0-9_]+\.h|$libdir/libkiln(_cuda)?\.so[.0-9]*|$libdir/kiln/backends/kiln/libtriton_kiln\.so|$libdir/cmake/Kiln/Kiln[A-Za-z-]*\.cmake|$libdir/pkgconfig/kiln\.pc)$" || true)
 [ -z "$unexpected" ] || fail "installed but not part of the package:"$'\n'"$unexpected"
 [ -e "$prefix/include/kiln/version.h.in" ] && fail "the template version.h.in was installed"
 
@@ -38,6 +40,14 @@ cli_version=$(env -u LD_LIBRARY_PATH "$prefix/bin/kiln" --version)
 loaded=$(env -u LD_LIBRARY_PATH ldd "$prefix/bin/kiln" | awk '$1 == "libkiln.so.0" { print $3 }')
 [ -n "$loaded" ] && [ "$(realpath "$loaded")" = "$(realpath "$prefix/$libdir/libkiln.so.0")" ] \
   || fail "bin/kiln loads '$loaded', not $prefix/$libdir/libkiln.so.0"
+
+# --- the installed Triton backend loads the installed libkiln.so.0 (its run path), as the server
+# opens it from --backend-directory $prefix/$libdir/kiln/backends.
+if [ "$with_triton" = ON ]; then
+  loaded=$(env -u LD_LIBRARY_PATH ldd "$prefix/$triton_backend" | awk '$1 == "libkiln.so.0" { print $3 }')
+  [ -n "$loaded" ] && [ "$(realpath "$loaded")" = "$(realpath "$prefix/$libdir/libkiln.so.0")" ] \
+    || fail "the Triton backend loads '$loaded', not $prefix/$libdir/libkiln.so.0"
+fi
 
 # Both programs list the golden program's methods (reading the contract needs no library and
 # no weights file); a missing file is a clear error (status 1).
