@@ -35,6 +35,23 @@ def export_mlp(path: Path, model=None, width_in: int = IN_FEATURES, max_batch: i
     return model
 
 
+def package_mlp_pt2(path: Path, model=None, max_batch: int = MAX_BATCH):
+    """Compiles `model` (default: mlp()) into a stock AOTInductor .pt2 package at `path`, the way
+    a user of torch._inductor.aoti_compile_and_package would (without libtorch, weights in a
+    separate blob), with a dynamic batch dimension 1..max_batch; returns the eager model."""
+    import torch
+
+    model = model if model is not None else mlp()
+    batch = torch.export.Dim("batch", min=1, max=max_batch)
+    ep = torch.export.export(model, (torch.randn(4, IN_FEATURES),), dynamic_shapes=({0: batch},))
+    torch._inductor.aoti_compile_and_package(ep, package_path=str(path), inductor_configs={
+        "aot_inductor.link_libtorch": False,
+        "aot_inductor.package_constants_in_so": False,
+        "aot_inductor.package_constants_on_disk_format": "binary_blob",
+    })
+    return model
+
+
 class TwoInOut:
     """A model of two inputs (float32 features, int64 token ids) and two outputs."""
 

@@ -52,17 +52,18 @@ parameters {{ key: "num_threads" value {{ string_value: "1" }} }}
 def programs(tmp_path_factory):
     """Exported programs and their eager models."""
     root = tmp_path_factory.mktemp("programs")
-    mlp_path, two_path = root / "mlp.kiln", root / "two.kiln"
+    mlp_path, two_path, pt2_path = root / "mlp.kiln", root / "two.kiln", root / "mlp.pt2"
     mlp = models.export_mlp(mlp_path)
     two = models.TwoInOut.export(two_path)
-    return {"mlp": (mlp_path, mlp), "two": (two_path, two)}
+    models.package_mlp_pt2(pt2_path, mlp)
+    return {"mlp": (mlp_path, mlp), "two": (two_path, two), "mlp_pt2": (pt2_path, mlp)}
 
 
 @pytest.fixture(scope="module")
 def kiln_modules(programs):
     from kiln.runtime import Module
 
-    modules = {name: Module(str(path)) for name, (path, _) in programs.items()}
+    modules = {name: Module(str(path)) for name, (path, _) in programs.items() if path.suffix == ".kiln"}
     yield modules
     for m in modules.values():
         m.close()
@@ -99,7 +100,9 @@ def server(programs, kiln_modules, tmp_path_factory):
               f'parameters {{ key: "trusted_keys_file" value {{ string_value: "{keys / "release.pub"}" }} }}\n')
     models_dir["mlp_signed"] = 'backend: "kiln"\n' + policy
     models_dir["mlp_unsigned"] = 'backend: "kiln"\n' + policy
-    sources = {"two": programs["two"][0], "mlp_signed": signed}
+    # A stock AOTInductor package served as it is (model.pt2, converted when the model loads).
+    models_dir["mlp_pt2"] = 'backend: "kiln"\ninstance_group [{ kind: KIND_CPU }]\n'
+    sources = {"two": programs["two"][0], "mlp_signed": signed, "mlp_pt2": programs["mlp_pt2"][0]}
     for name, config in models_dir.items():
         write_model(repo, name, sources.get(name, programs["mlp"][0]), config)
     with TritonServer(repo, tmp_path_factory.mktemp("log") / "tritonserver.log") as s:
@@ -187,6 +190,25 @@ def test_config_is_completed_from_the_program(server, kiln_modules):
     scalar = outputs[meta.outputs[1].name]
     assert scalar["data_type"] == "TYPE_FP64"
     assert [int(d) for d in scalar["dims"]] == [1] and scalar["reshape"]["shape"] == []
+
+
+def test_pt2_package_serves(server, programs, kiln_modules):
+    """A repository entry holding a stock .pt2 (model.pt2): loaded, its configuration completed
+    from the package, and its answers those of eager PyTorch and of the same model as a .kiln."""
+    client = httpclient.InferenceServerClient(server.http_url)
+    try:
+        index = {m["name"]: m for m in client.get_model_repository_index()}
+        assert index["mlp_pt2"]["state"] == "READY", index["mlp_pt2"].get("reason")
+        config = client.get_model_config("mlp_pt2")
+    finally:
+        client.close()
+    assert config["max_batch_size"] == models.MAX_BATCH
+    assert [int(d) for d in config["input"][0]["dims"]] == [models.IN_FEATURES]
+    name_in, name_out = config["input"][0]["name"], config["output"][0]["name"]
+    x = np.random.default_rng(7).standard_normal((3, models.IN_FEATURES)).astype(np.float32)
+    got = http_infer(server, "mlp_pt2", [(name_in, x)]).as_numpy(name_out)
+    np.testing.assert_allclose(got, eager(programs["mlp_pt2"][1], x)[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got, kiln_run(kiln_modules["mlp"], x)[0], rtol=1e-5, atol=1e-6)
 
 
 def test_signed_program_serves(server, kiln_modules):

@@ -55,7 +55,8 @@ def free_port() -> int:
 
 
 def write_model(repository: Path, name: str, program: Path, config: str) -> Path:
-    """<repository>/<name>/config.pbtxt and <repository>/<name>/1/model.kiln (a copy of `program`)."""
+    """<repository>/<name>/config.pbtxt and <repository>/<name>/1/model.kiln or model.pt2 (a copy of
+    `program`, named by its suffix)."""
     model_dir = repository / name
     (model_dir / "1").mkdir(parents=True, exist_ok=True)
     shutil.copyfile(program, model_dir / "1" / ("model" + program.suffix))
