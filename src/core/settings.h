@@ -45,6 +45,8 @@ enum class SettingId : uint8_t {
   CublasltLibrary,
   CudnnLibrary,
   CufftLibrary,
+  CusolverLibrary,
+  CublasLibrary,
   CpuBlockCacheBytes,
   PoisonAllocations,
   BlasLibrary,

@@ -118,19 +118,10 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_cholesky_solve(AtenTensorHandle s
     constexpr const char* op = "cholesky_solve";
     KILN_ASSIGN_OR_RETURN(Tensor * rhs, cpu_tensor_arg(self, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor * factor, cpu_tensor_arg(input2, "input2"));
-    KILN_RETURN_IF_ERROR(matrix_batch_arg(*rhs, op, "self"));
-    KILN_RETURN_IF_ERROR(square_batch_arg(*factor, op, "input2"));
-    if (rhs->dtype() != factor->dtype())
-      return aoti::invalid(std::string(op) + ": 'self' has dtype " + dtype_name(rhs->dtype()) + " but 'input2' has " +
-                           dtype_name(factor->dtype()) + "; they must match");
-    const int64_t n = factor->size(factor->dim() - 1);
-    if (rhs->size(rhs->dim() - 2) != n)
-      return aoti::invalid(std::string(op) + ": incompatible matrix sizes: each 'input2' matrix is " +
-                           std::to_string(n) + " by " + std::to_string(n) + " but each 'self' matrix is " +
-                           std::to_string(rhs->size(rhs->dim() - 2)) + " by " +
-                           std::to_string(rhs->size(rhs->dim() - 1)));
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> batch,
-                          broadcast_batches(batch_sizes(*rhs), batch_sizes(*factor), op, "self", "input2"));
+                          aoti::linalg::triangular_system_args(rhs->dtype(), rhs->sizes(), factor->dtype(),
+                                                               factor->sizes(), op, "self", "input2"));
+    const int64_t n = factor->size(factor->dim() - 1);
     KILN_ASSIGN_OR_RETURN(Tensor out, new_column_major(batch, n, rhs->size(rhs->dim() - 1), rhs->dtype()));
     KILN_RETURN_IF_ERROR(visit_lapack_type(rhs->dtype(), op, "self", [&](auto tag) -> Error {
       return cholesky_solve_impl<decltype(tag)>(*rhs, *factor, upper != 0, batch, out);

@@ -16,6 +16,7 @@
 
 #include "devices/cpu/element_buffer.h"
 #include "devices/cpu/lapack_library.h"
+#include "shims/common/linalg_args.h"
 #include "shims/cpu/op_args.h"
 
 namespace kiln::cpu::linalg {
@@ -40,54 +41,20 @@ Error visit_lapack_type(DType dtype, const char* op, const char* name, Fn&& fn) 
     case DType::Complex128: return fn(std::complex<double>{});
     default: break;
   }
-  return aoti::invalid(std::string(op) + ": argument '" + name + "' has dtype " + dtype_name(dtype) +
-                       "; supported are float32, float64, complex64 and complex128");
+  return aoti::linalg::lapack_dtype_arg(dtype, op, name);
 }
 
-/// Error unless `t` has at least 2 dimensions (a batch of matrices).
+// The shape checks shared with the CUDA ops (shims/common/linalg_args.h).
+using aoti::linalg::broadcast_batches;
+using aoti::linalg::product;
+
 inline Error matrix_batch_arg(const Tensor& t, const char* op, const char* name) {
-  if (t.dim() < 2)
-    return aoti::invalid(std::string(op) + ": argument '" + name + "' must have at least 2 dimensions, got shape " +
-                         aoti::shape_string(t.sizes()));
-  return Error::Ok;
+  return aoti::linalg::matrix_batch_arg(t.sizes(), op, name);
 }
-
-/// Error unless `t` is a batch of square matrices.
 inline Error square_batch_arg(const Tensor& t, const char* op, const char* name) {
-  KILN_RETURN_IF_ERROR(matrix_batch_arg(t, op, name));
-  if (t.size(t.dim() - 1) != t.size(t.dim() - 2))
-    return aoti::invalid(std::string(op) + ": argument '" + name + "' must be batches of square matrices, but they are " +
-                         std::to_string(t.size(t.dim() - 2)) + " by " + std::to_string(t.size(t.dim() - 1)) +
-                         " matrices");
-  return Error::Ok;
+  return aoti::linalg::square_batch_arg(t.sizes(), op, name);
 }
-
-/// The leading (batch) sizes of a batch of matrices.
-inline std::vector<int64_t> batch_sizes(const Tensor& t) {
-  return std::vector<int64_t>(t.sizes().begin(), t.sizes().end() - 2);
-}
-
-inline int64_t product(const std::vector<int64_t>& v) {
-  int64_t n = 1;
-  for (int64_t x : v) n *= x;
-  return n;
-}
-
-/// The broadcast of two batch shapes (numpy rules), or an error naming both.
-inline Result<std::vector<int64_t>> broadcast_batches(const std::vector<int64_t>& a, const std::vector<int64_t>& b,
-                                                      const char* op, const char* a_name, const char* b_name) {
-  const size_t n = std::max(a.size(), b.size());
-  std::vector<int64_t> out(n);
-  for (size_t i = 0; i < n; ++i) {
-    const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
-    const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    if (x != y && x != 1 && y != 1)
-      return aoti::invalid(std::string(op) + ": the batch dimensions of '" + a_name + "' " + aoti::shape_string(a) +
-                           " and '" + b_name + "' " + aoti::shape_string(b) + " cannot be broadcast together");
-    out[i] = x == 1 ? y : x;
-  }
-  return out;
-}
+inline std::vector<int64_t> batch_sizes(const Tensor& t) { return aoti::linalg::batch_sizes(t.sizes()); }
 
 /// For each batch index of `out` (row-major), the batch index of `src` it
 /// reads under broadcasting (`src` right-aligned, size-1 dimensions repeated).
@@ -112,18 +79,9 @@ inline std::vector<int64_t> broadcast_source(const std::vector<int64_t>& src, co
 /// column-major, matrices one after another), as ATen's LAPACK-backed kernels
 /// return their results.
 inline Result<Tensor> new_column_major(const std::vector<int64_t>& batch, int64_t rows, int64_t cols, DType dtype) {
-  std::vector<int64_t> sizes = batch;
-  sizes.push_back(rows);
-  sizes.push_back(cols);
-  std::vector<int64_t> strides(sizes.size());
-  strides[sizes.size() - 2] = 1;
-  strides[sizes.size() - 1] = std::max<int64_t>(rows, 1);
-  int64_t step = std::max<int64_t>(rows * cols, 1);
-  for (size_t d = batch.size(); d-- > 0;) {
-    strides[d] = step;
-    step *= std::max<int64_t>(batch[d], 1);
-  }
-  return Tensor::empty_strided(sizes, strides, dtype, Device{DeviceType::CPU, 0});
+  return Tensor::empty_strided(aoti::linalg::with_matrix(batch, rows, cols),
+                               aoti::linalg::batched_column_major_strides(batch, rows, cols), dtype,
+                               Device{DeviceType::CPU, 0});
 }
 
 /// A LAPACK dimension (32-bit INTEGER), or an error if it does not fit.

@@ -22,8 +22,6 @@ using namespace kiln::cpu::linalg;
 
 namespace {
 
-constexpr const char* kOp = "lu_unpack";
-
 template <typename W>
 Error unpack(const Tensor& lu, const Tensor& pivots, bool unpack_data, bool unpack_pivots, const Tensor& p_out,
              const Tensor& l_out, const Tensor& u_out) {
@@ -55,9 +53,7 @@ Error unpack(const Tensor& lu, const Tensor& pivots, bool unpack_data, bool unpa
       std::iota(perm.begin(), perm.end(), int64_t{0});
       const int64_t* row = piv.data() + b * k;
       for (int64_t i = 0; i < k; ++i) {
-        if (row[i] < 1 || row[i] > m)
-          return aoti::invalid(std::string(kOp) + ": pivot " + std::to_string(row[i]) + " in 'LU_pivots' is outside [1, " +
-                               std::to_string(m) + "] (LU_data.size(-2)); pass the pivots linalg.lu_factor returned");
+        if (row[i] < 1 || row[i] > m) return aoti::linalg::lu_pivot_range_error(row[i], m);
         std::swap(perm[static_cast<size_t>(i)], perm[static_cast<size_t>(row[i] - 1)]);
       }
       // Row perm[j] of A is row j of L U: P has a one at (perm[j], j).
@@ -79,23 +75,11 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_lu_unpack(AtenTensorHandle LU_dat
   return aoti::guarded("aoti_torch_cpu_lu_unpack", [&]() -> Error {
     KILN_ASSIGN_OR_RETURN(Tensor * lu, cpu_tensor_arg(LU_data, "LU_data"));
     KILN_ASSIGN_OR_RETURN(Tensor * pivots, cpu_tensor_arg(LU_pivots, "LU_pivots"));
-    KILN_RETURN_IF_ERROR(matrix_batch_arg(*lu, kOp, "LU_data"));
-    if (pivots->dtype() != DType::Int32)
-      return aoti::invalid(std::string(kOp) + ": 'LU_pivots' has dtype " + dtype_name(pivots->dtype()) +
-                           ", expected int32 (as linalg.lu_factor returns)");
+    KILN_RETURN_IF_ERROR(aoti::linalg::lu_unpack_args(lu->sizes(), pivots->dtype(), pivots->sizes()));
     const int64_t m = lu->size(lu->dim() - 2);
     const int64_t n = lu->size(lu->dim() - 1);
     const int64_t k = std::min(m, n);
-    if (pivots->dim() < 1 || pivots->size(pivots->dim() - 1) != k)
-      return aoti::invalid(std::string(kOp) + ": 'LU_pivots' has shape " + aoti::shape_string(pivots->sizes()) +
-                           ", expected last dimension min(m, n) = " + std::to_string(k));
     const std::vector<int64_t> batch = batch_sizes(*lu);
-    // ATen's kernel indexes broadcast pivots wrongly (every batch element past
-    // the first gets the identity), so their batch dimensions must be LU_data's.
-    if (std::vector<int64_t>(pivots->sizes().begin(), pivots->sizes().end() - 1) != batch)
-      return aoti::invalid(std::string(kOp) + ": the batch dimensions of 'LU_pivots' " +
-                           aoti::shape_string(pivots->sizes()) + " must equal those of 'LU_data' " +
-                           aoti::shape_string(lu->sizes()));
     const DType dt = lu->dtype();
     const std::vector<int64_t> none{0};
     auto with = [&](int64_t r, int64_t c) {

@@ -67,39 +67,6 @@ Error ormqr_impl(const Tensor& input, const Tensor& tau_t, const Tensor& other, 
   return Error::Ok;
 }
 
-Error check_args(const Tensor& input, const Tensor& tau, const Tensor& other, bool left) {
-  KILN_RETURN_IF_ERROR(matrix_batch_arg(input, kOp, "self"));
-  KILN_RETURN_IF_ERROR(matrix_batch_arg(other, kOp, "input3"));
-  const char* other_dim = left ? "input3.shape[-2]" : "input3.shape[-1]";
-  const int64_t other_len = other.size(other.dim() - (left ? 2 : 1));
-  const int64_t rows = input.size(input.dim() - 2);
-  if (other_len != rows)
-    return aoti::invalid(std::string(kOp) + ": " + other_dim + " is " + std::to_string(other_len) +
-                         ", must be equal to self.shape[-2] (" + std::to_string(rows) + ")");
-  if (tau.dim() != input.dim() - 1)
-    return aoti::invalid(std::string(kOp) + ": 'input2' (tau) must have one dimension less than 'self', got shapes " +
-                         aoti::shape_string(tau.sizes()) + " and " + aoti::shape_string(input.sizes()));
-  const int64_t k = std::min(other_len, input.size(input.dim() - 1));
-  if (tau.size(tau.dim() - 1) != k)
-    return aoti::invalid(std::string(kOp) + ": tau.shape[-1] is " + std::to_string(tau.size(tau.dim() - 1)) +
-                         ", must be equal to min(" + other_dim + ", self.shape[-1]) = " + std::to_string(k));
-  if (other.dim() != input.dim())
-    return aoti::invalid(std::string(kOp) + ": 'input3' must have as many dimensions as 'self', got shapes " +
-                         aoti::shape_string(other.sizes()) + " and " + aoti::shape_string(input.sizes()));
-  const std::vector<int64_t> batch = batch_sizes(input);
-  if (std::vector<int64_t>(tau.sizes().begin(), tau.sizes().end() - 1) != batch)
-    return aoti::invalid(std::string(kOp) + ": batch dimensions of tau " + aoti::shape_string(tau.sizes()) +
-                         " must equal self.shape[:-2] " + aoti::shape_string(batch));
-  if (batch_sizes(other) != batch)
-    return aoti::invalid(std::string(kOp) + ": batch dimensions of 'input3' " + aoti::shape_string(other.sizes()) +
-                         " must equal self.shape[:-2] " + aoti::shape_string(batch));
-  if (tau.dtype() != input.dtype() || other.dtype() != input.dtype())
-    return aoti::invalid(std::string(kOp) + ": 'self', 'input2' and 'input3' must have the same dtype, got " +
-                         dtype_name(input.dtype()) + ", " + dtype_name(tau.dtype()) + " and " +
-                         dtype_name(other.dtype()));
-  return Error::Ok;
-}
-
 }  // namespace
 
 extern "C" {
@@ -111,7 +78,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_ormqr(AtenTensorHandle self, Aten
     KILN_ASSIGN_OR_RETURN(Tensor * input, cpu_tensor_arg(self, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor * tau, cpu_tensor_arg(input2, "input2"));
     KILN_ASSIGN_OR_RETURN(Tensor * other, cpu_tensor_arg(input3, "input3"));
-    KILN_RETURN_IF_ERROR(check_args(*input, *tau, *other, left != 0));
+    KILN_RETURN_IF_ERROR(aoti::linalg::ormqr_args(input->dtype(), input->sizes(), tau->dtype(), tau->sizes(),
+                                                  other->dtype(), other->sizes(), left != 0));
     KILN_ASSIGN_OR_RETURN(Tensor out, new_column_major(batch_sizes(*other), other->size(other->dim() - 2),
                                                        other->size(other->dim() - 1), other->dtype()));
     KILN_RETURN_IF_ERROR(visit_lapack_type(input->dtype(), kOp, "self", [&](auto tag) -> Error {

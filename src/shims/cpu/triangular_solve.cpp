@@ -67,19 +67,10 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_triangular_solve(AtenTensorHandle
     constexpr const char* op = "triangular_solve";
     KILN_ASSIGN_OR_RETURN(Tensor * rhs, cpu_tensor_arg(self, "self"));
     KILN_ASSIGN_OR_RETURN(Tensor * coeff, cpu_tensor_arg(A, "A"));
-    KILN_RETURN_IF_ERROR(matrix_batch_arg(*rhs, op, "self"));
-    KILN_RETURN_IF_ERROR(square_batch_arg(*coeff, op, "A"));
-    if (rhs->dtype() != coeff->dtype())
-      return aoti::invalid(std::string(op) + ": 'self' has dtype " + dtype_name(rhs->dtype()) + " but 'A' has " +
-                           dtype_name(coeff->dtype()) + "; they must match");
-    const int64_t n = coeff->size(coeff->dim() - 1);
-    if (rhs->size(rhs->dim() - 2) != n)
-      return aoti::invalid(std::string(op) + ": incompatible matrix sizes: each 'A' matrix is " + std::to_string(n) +
-                           " by " + std::to_string(n) + " but each 'self' matrix is " +
-                           std::to_string(rhs->size(rhs->dim() - 2)) + " by " +
-                           std::to_string(rhs->size(rhs->dim() - 1)));
     KILN_ASSIGN_OR_RETURN(std::vector<int64_t> batch,
-                          broadcast_batches(batch_sizes(*rhs), batch_sizes(*coeff), op, "self", "A"));
+                          aoti::linalg::triangular_system_args(rhs->dtype(), rhs->sizes(), coeff->dtype(),
+                                                               coeff->sizes(), op, "self", "A"));
+    const int64_t n = coeff->size(coeff->dim() - 1);
     KILN_ASSIGN_OR_RETURN(Tensor solution, new_column_major(batch, n, rhs->size(rhs->dim() - 1), rhs->dtype()));
     KILN_ASSIGN_OR_RETURN(Tensor clone, new_column_major(batch, n, n, coeff->dtype()));
     KILN_RETURN_IF_ERROR(visit_lapack_type(rhs->dtype(), op, "self", [&](auto tag) -> Error {

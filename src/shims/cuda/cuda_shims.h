@@ -214,6 +214,22 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__cdist_forward(AtenTensorHandle 
 /// p-norm distances between the rows (i, j > i) of a 2-d tensor, in row-major pair order.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__pdist_forward(AtenTensorHandle self, double p, AtenTensorHandle* ret0);
 
+// ---- Linear algebra (lu_unpack.cpp, triangular_solve.cpp, cholesky.cpp, geqrf.cpp, ormqr.cpp): cuBLAS and
+// cuSOLVER opened on first use; float32/float64/complex64/complex128 (lu_unpack: any dtype but float8); results
+// batched column-major as ATen's (lu_unpack's and geqrf's tau contiguous).
+/// P, L, U of a packed LU factorization (A = P L U); a pivot outside [1, m] is an error outside graph capture.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_lu_unpack(AtenTensorHandle LU_data, AtenTensorHandle LU_pivots, int32_t unpack_data, int32_t unpack_pivots, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2);
+/// X with op(A) X = B for triangular A (batch dims broadcast), and A broadcast.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_triangular_solve(AtenTensorHandle self, AtenTensorHandle A, int32_t upper, int32_t transpose, int32_t unitriangular, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// X with A X = B, given A's Cholesky factor (batch dims broadcast).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cholesky_solve(AtenTensorHandle self, AtenTensorHandle input2, int32_t upper, AtenTensorHandle* ret0);
+/// A^-1 given A's Cholesky factor; a singular factor gives infinities and NaNs (no error), as ATen's CUDA kernel.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cholesky_inverse(AtenTensorHandle self, int32_t upper, AtenTensorHandle* ret0);
+/// LAPACK-style QR factorization: reflectors and R, and tau.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_geqrf(AtenTensorHandle self, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// other times the Q of geqrf's reflectors (from the left or right, transposed or not).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_ormqr(AtenTensorHandle self, AtenTensorHandle input2, AtenTensorHandle input3, int32_t left, int32_t transpose, AtenTensorHandle* ret0);
+
 // ---- Scans (cumsum.cpp, logcumsumexp.cpp, cummax.cpp) and random ops (random.cpp; draw from the method's seed, aoti.seed).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumprod(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);

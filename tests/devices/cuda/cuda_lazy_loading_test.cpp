@@ -1,7 +1,8 @@
-// cuBLASLt, cuDNN and cuFFT must be opened only when a model first needs
-// them. A global environment records the process's mappings right after the
-// CUDA device is up (before any test runs an op); the test then checks that a
-// GEMM, a convolution and an FFT load exactly their library.
+// cuBLASLt, cuDNN, cuFFT and cuSOLVER must be opened only when a model first
+// needs them. A global environment records the process's mappings right after
+// the CUDA device is up (before any test runs an op); the test then checks
+// that a GEMM, a convolution, an FFT and a QR factorization load exactly
+// their library.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -25,6 +26,7 @@ bool mapped(const std::string& needle) {
 bool g_cublaslt_at_start = true;
 bool g_cudnn_at_start = true;
 bool g_cufft_at_start = true;
+bool g_cusolver_at_start = true;
 
 class MappingsAtStart : public ::testing::Environment {
  public:
@@ -37,6 +39,7 @@ class MappingsAtStart : public ::testing::Environment {
     g_cublaslt_at_start = mapped("libcublasLt");
     g_cudnn_at_start = mapped("libcudnn");
     g_cufft_at_start = mapped("libcufft");
+    g_cusolver_at_start = mapped("libcusolver");
   }
 };
 
@@ -47,6 +50,7 @@ TEST(CudaLazyLibraries, LoadedOnlyOnFirstUse) {
   EXPECT_FALSE(g_cublaslt_at_start) << "libcublasLt was mapped before any matrix product";
   EXPECT_FALSE(g_cudnn_at_start) << "libcudnn was mapped before any convolution";
   EXPECT_FALSE(g_cufft_at_start) << "libcufft was mapped before any FFT";
+  EXPECT_FALSE(g_cusolver_at_start) << "libcusolver was mapped before any factorization";
 
   auto mm = shim<decltype(&aoti_torch_cuda_mm_out)>("aoti_torch_cuda_mm_out");
   Handle a(device_tensor(random_values(6, 1), {2, 3}, kiln::DType::Float32));
@@ -77,6 +81,16 @@ TEST(CudaLazyLibraries, LoadedOnlyOnFirstUse) {
   ASSERT_EQ(rfft(signal, dim, 1, 0, 1, &spectrum), 0) << kiln::last_error_message();
   Handle spectrum_owner(spectrum);
   EXPECT_TRUE(mapped("libcufft"));
+  if (!g_cusolver_at_start) {
+    EXPECT_FALSE(mapped("libcusolver")) << "a matrix product, a convolution or an FFT loaded cuSOLVER";
+  }
+
+  auto geqrf = shim<decltype(&aoti_torch_cuda_geqrf)>("aoti_torch_cuda_geqrf");
+  Handle m(device_tensor(random_values(12, 6), {4, 3}, kiln::DType::Float32));
+  AtenTensorHandle qr = nullptr, tau = nullptr;
+  ASSERT_EQ(geqrf(m, &qr, &tau), 0) << kiln::last_error_message();
+  Handle qr_owner(qr), tau_owner(tau);
+  EXPECT_TRUE(mapped("libcusolver"));
 }
 
 }  // namespace
