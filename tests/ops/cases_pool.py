@@ -183,6 +183,13 @@ def _fractional_max_pool2d(g):
                id="few-samples")
     yield Case(dict(self=g.distinct((2, 3, 5, 5)), kernel_size=[3, 3], output_size=[4, 4],
                     random_samples=g.tensor((2, 3, 2), low=0.0, high=0.99)), error="kernel_size", id="too-large")
+    yield Case(dict(self=g.tensor((0, 3, 6, 6)), kernel_size=[2, 2], output_size=[3, 4],
+                    random_samples=g.tensor((0, 3, 2), low=0.0, high=0.99)), id="empty-batch")
+    yield Case(dict(self=_cl(g.distinct((2, 3, 9, 10))), kernel_size=[3, 2], output_size=[5, 6],
+                    random_samples=g.tensor((4, 3, 2), low=0.0, high=0.99)), id="channels-last-more-samples")
+    yield Case(dict(self=g.distinct((2, 3, 9, 10)), kernel_size=[2, 2], output_size=[4, 5],
+                    random_samples=g.tensor((2, 4, 2), low=0.0, high=0.99)), error="random_samples",
+               id="sample-channels")
 
 
 @cases("fractional_max_pool3d")
@@ -196,6 +203,10 @@ def _fractional_max_pool3d(g):
                     random_samples=g.tensor((1, 3, 3), low=0.0, high=0.99)), id="unbatched")
     yield Case(dict(self=g.distinct((1, 2, 4, 4, 4)), kernel_size=[2, 2, 2], output_size=[3, 3, 3],
                     random_samples=g.tensor((1, 2, 3), low=0.0, high=0.99)), error="kernel_size", id="too-large")
+    yield Case(dict(self=_cl3d(g.distinct((2, 3, 7, 8, 9))), kernel_size=[3, 2, 2], output_size=[4, 1, 6],
+                    random_samples=g.tensor((2, 3, 3), low=0.0, high=0.99)), id="channels-last-output-1")
+    yield Case(dict(self=g.distinct((1, 2, 6, 7, 8)), kernel_size=[2, 2, 2], output_size=[3, 3, 3],
+                    random_samples=g.tensor((1, 2, 2), low=0.0, high=0.99)), error="random_samples", id="two-samples")
 
 
 def _pooled(g, shape, dt, kernel, spatial):
