@@ -470,3 +470,13 @@ def _trilinear(g):
                     expand3=[1, 2], sumdim=[2, 3], unroll_dim=1), error="broadcast", id="mismatch")
     yield Case(dict(i1=g.tensor((3, 4)), i2=g.tensor((5, 4, 6)), i3=g.tensor((3, 6)), expand1=[1, 3], expand2=[0],
                     expand3=[1, 2], sumdim=[4], unroll_dim=1), error="sumdim", id="bad-sumdim")
+    yield Case(dict(i1=g.tensor((3, 4)), i2=g.tensor((5, 4, 6)), i3=g.tensor((3, 6)), expand1=[1, 3], expand2=[0],
+                    expand3=[1, 2], sumdim=[2, 3], unroll_dim=4), error="unroll_dim", id="bad-unroll-dim")
+    yield Case(dict(i1=g.tensor((3, 4)), i2=g.tensor((5, 4, 6)), i3=g.tensor((6, 6))[::2], expand1=[1, 3],
+                    expand2=[0], expand3=[1, 2], sumdim=[2, 3], unroll_dim=0), id="sliced", rtol=1e-4, atol=1e-4)
+    yield Case(dict(i1=g.tensor((4, 3)).t(), i2=g.tensor((5, 4, 70)), i3=g.tensor((70, 3)).t(), expand1=[1, 3],
+                    expand2=[0], expand3=[1, 2], sumdim=[2, 3], unroll_dim=1), id="transposed-long-sum",
+               rtol=1e-4, atol=1e-3)
+    yield Case(dict(i1=g.tensor((3, 4), torch.float16), i2=g.tensor((5, 4, 6), torch.float16),
+                    i3=g.tensor((3, 6), torch.float16), expand1=[1, 3], expand2=[0], expand3=[1, 2], sumdim=[],
+                    unroll_dim=2), id="no-sum-float16", rtol=1e-2, atol=1e-2)
