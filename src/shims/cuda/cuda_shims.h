@@ -280,7 +280,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__fft_c2c(AtenTensorHandle self, 
 // ---- Padding (pad.cpp): aten::pad, every mode and dtype; value may be null.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_pad(AtenTensorHandle self, const int64_t* pad, int64_t pad_len_, const char* mode, double* value, AtenTensorHandle* ret0);
 
-// ---- Pooling (avg_pool.cpp, max_pool.cpp, max_unpool.cpp): (N, C, spatial...) or (C, spatial...)
+// ---- Pooling (avg_pool.cpp, max_pool.cpp, fractional_max_pool.cpp, max_unpool.cpp): (N, C, spatial...) or (C, spatial...)
 // inputs of any strides; float32/float64/float16/bfloat16 (max pooling and unpooling also int8, uint8,
 // int16, int32, int64); results laid out as ATen's CUDA kernels lay them out. ret0 (and ret1, the
 // int64 indices of the maxima within each (n, c) plane) are new references the caller owns.
@@ -296,6 +296,10 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_max_pool3d_with_indices(AtenTens
 /// Maxima over ATen's adaptive windows, with their positions (floating dtypes only).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_adaptive_max_pool2d(AtenTensorHandle self, const int64_t* output_size, int64_t output_size_len_, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_adaptive_max_pool3d(AtenTensorHandle self, const int64_t* output_size, int64_t output_size_len_, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// Maxima of kernel_size windows placed by random_samples (N, C, 2 or 3; self's dtype), with their
+/// positions; floating dtypes, contiguous results.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_fractional_max_pool2d(AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_, const int64_t* output_size, int64_t output_size_len_, AtenTensorHandle random_samples, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_fractional_max_pool3d(AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_, const int64_t* output_size, int64_t output_size_len_, AtenTensorHandle random_samples, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
 /// Scatters self into a zeroed (N, C, output_size...) result at the flat positions `indices` (int64,
 /// self's shape) names within each plane; an out-of-range index is an error outside graph capture.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_max_unpool2d(AtenTensorHandle self, AtenTensorHandle indices, const int64_t* output_size, int64_t output_size_len_, AtenTensorHandle* ret0);
