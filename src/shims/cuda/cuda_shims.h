@@ -178,6 +178,12 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_scatter_reduce_two_out(AtenTenso
 /// A new contiguous self with source's slices folded (prod, mean, amax, amin) into the slices index names.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_reduce(AtenTensorHandle self, int64_t dim, AtenTensorHandle index, AtenTensorHandle source, const char* reduce, int32_t include_self, AtenTensorHandle* ret0);
 
+// ---- Segment reduction (segment_reduce.cpp): segment bounds checked on the device (an error outside graph
+// capture, one readback), then one thread per result element.
+/// Sum, mean, max, min or prod of consecutive segments along axis, given by offsets or else lengths
+/// (int32/int64); floating data of any strides; initial may be null. A new contiguous result.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_segment_reduce(AtenTensorHandle data, const char* reduce, AtenTensorHandle* lengths, AtenTensorHandle* indices, AtenTensorHandle* offsets, int64_t axis, int32_t unsafe, double* initial, AtenTensorHandle* ret0);
+
 // ---- Data-dependent selections (masked_select.cpp, nonzero.cpp, repeat_interleave.cpp): a prefix count
 // of the selected elements on the device places them. Results are new tensors the caller owns.
 /// self where mask (bool, broadcasting with self) is false, source's next elements (row-major) where it is
