@@ -17,6 +17,7 @@ namespace {
 
 constexpr int kScanThreads = 256;
 constexpr int kThreads = 256;
+constexpr int kWarp = 32;
 constexpr int64_t kMaxBlocks = 65535;
 
 unsigned blocks_for(int64_t n, int per_block) {
@@ -120,12 +121,23 @@ __device__ inline T start_value(SegmentReduce op, bool has_initial, double initi
   }
 }
 
+// A segment's reduction `acc` over `len` elements finished: mean divides a
+// non-NaN sum by the length, and is NaN for an empty segment without an
+// initial value.
+template <typename T>
+__device__ inline T finish(SegmentReduce op, T acc, int64_t len, bool has_initial) {
+  using A = compute_t<T>;
+  if (op != SegmentReduce::Mean) return acc;
+  if (len == 0 && !has_initial) return narrow<T>(static_cast<A>(NAN));
+  if (len > 0 && !(widen(acc) != widen(acc))) return mean_of(acc, len);
+  return acc;
+}
+
 // One thread per result element k = (o * segments + s) * inner + j (the
 // contiguous result's layout), walking its segment along the axis.
 template <typename T>
 __global__ void segment_reduce_kernel(const T* data, SegmentGeometry g, const int64_t* starts, SegmentReduce op,
                                       bool has_initial, double initial, T* out, int64_t total) {
-  using A = compute_t<T>;
   const T init = start_value<T>(op, has_initial, initial);
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < total;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -138,12 +150,42 @@ __global__ void segment_reduce_kernel(const T* data, SegmentGeometry g, const in
       const T* p = data + g.data.offset((o * g.width + lo) * g.inner + j);
       for (int64_t i = lo; i < hi; ++i, p += g.axis_stride) acc = combine(op, acc, *p);
     }
-    if (op == SegmentReduce::Mean) {
-      const int64_t len = hi > lo ? hi - lo : 0;
-      if (len == 0 && !has_initial) acc = narrow<T>(static_cast<A>(NAN));
-      else if (len > 0 && !(widen(acc) != widen(acc))) acc = mean_of(acc, len);
+    out[k] = finish(op, acc, hi > lo ? hi - lo : 0, has_initial);
+  }
+}
+
+// inner == 1 with long segments (a 1-d data tensor, as ATen's CUB path): a
+// warp per segment, each lane folding every 32nd element from the
+// reduction's identity, the lanes' partials combined by shuffles (in the
+// compute type, which holds T exactly) and the initial value joined last.
+// The order differs from the sequential kernel's, as ATen's CUB reduction
+// differs from its multi-dim kernel; NaN still wins max/min.
+template <typename T>
+__global__ void segment_reduce_warp_kernel(const T* data, SegmentGeometry g, const int64_t* starts,
+                                           SegmentReduce op, bool has_initial, double initial, T* out,
+                                           int64_t total) {
+  const int lane = threadIdx.x % kWarp;
+  const int64_t warp = (blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x) / kWarp;
+  const int64_t warps = static_cast<int64_t>(gridDim.x) * blockDim.x / kWarp;
+  const T init = start_value<T>(op, has_initial, initial);
+  const T identity = start_value<T>(op, false, 0.0);
+  // The loop bound is uniform within a warp, so every lane reaches every shuffle.
+  for (int64_t k = warp; k < total; k += warps) {
+    const int64_t s = k % g.segments, o = k / g.segments;
+    const int64_t* st = starts + o * (g.segments + 1) + s;
+    const int64_t lo = st[0], hi = st[1];
+    if (hi <= lo) {
+      if (lane == 0) out[k] = finish(op, init, 0, has_initial);
+      continue;
     }
-    out[k] = acc;
+    const T* p = data + g.data.offset(o * g.width + lo);
+    T part = identity;
+    for (int64_t i = lo + lane; i < hi; i += kWarp) part = combine(op, part, p[(i - lo) * g.axis_stride]);
+    for (int delta = kWarp / 2; delta > 0; delta /= 2) {
+      const T other = narrow<T>(__shfl_down_sync(0xffffffffu, widen(part), delta));
+      part = combine(op, part, other);
+    }
+    if (lane == 0) out[k] = finish(op, combine(op, init, part), hi - lo, has_initial);
   }
 }
 
@@ -160,10 +202,16 @@ Error launch_segment_reduce(const void* data, DType dtype, const SegmentGeometry
                             SegmentReduce op, bool has_initial, double initial, void* out, cudaStream_t stream) {
   const int64_t total = g.outer * g.segments * g.inner;
   if (total == 0) return Error::Ok;
+  // A warp per segment pays when segments average a warp's worth of elements.
+  const bool by_warp = g.inner == 1 && g.width >= kWarp * g.segments;
   const auto launch = [&](auto tag) {
     using T = decltype(tag);
-    segment_reduce_kernel<T><<<blocks_for(total, kThreads), kThreads, 0, stream>>>(
-        static_cast<const T*>(data), g, starts, op, has_initial, initial, static_cast<T*>(out), total);
+    if (by_warp)
+      segment_reduce_warp_kernel<T><<<blocks_for(total, kThreads / kWarp), kThreads, 0, stream>>>(
+          static_cast<const T*>(data), g, starts, op, has_initial, initial, static_cast<T*>(out), total);
+    else
+      segment_reduce_kernel<T><<<blocks_for(total, kThreads), kThreads, 0, stream>>>(
+          static_cast<const T*>(data), g, starts, op, has_initial, initial, static_cast<T*>(out), total);
   };
   switch (dtype) {
     case DType::Float32: launch(float{}); break;
