@@ -50,7 +50,8 @@ inline std::vector<int64_t> common_strides(const Plan& p, int i, std::span<const
   std::vector<int64_t> out(static_cast<size_t>(p.total), 0);
   for (int64_t d = 0; d < p.total; ++d) {
     const int64_t own = p.own[static_cast<size_t>(i)][static_cast<size_t>(d)];
-    if (own >= 0 && sizes[static_cast<size_t>(own)] != 1) out[static_cast<size_t>(d)] = strides[static_cast<size_t>(own)];
+    if (own >= 0 && sizes[static_cast<size_t>(own)] != 1)
+      out[static_cast<size_t>(d)] = strides[static_cast<size_t>(own)];
   }
   return out;
 }
@@ -74,7 +75,8 @@ inline Result<Plan> plan(const std::array<std::span<const int64_t>, 3>& sizes, c
                      expand_names[i] + " does not reach rank " + std::to_string(p.total));
     KILN_ASSIGN_OR_RETURN(std::bitset<kMaxDims> ex, dim_set(expands[i], expand_lens[i], p.total, expand_names[i]));
     int64_t own = 0;
-    for (int64_t d = 0; d < p.total; ++d) p.own[static_cast<size_t>(i)].push_back(ex[static_cast<size_t>(d)] ? -1 : own++);
+    for (int64_t d = 0; d < p.total; ++d)
+      p.own[static_cast<size_t>(i)].push_back(ex[static_cast<size_t>(d)] ? -1 : own++);
   }
   KILN_ASSIGN_OR_RETURN(std::bitset<kMaxDims> sum, dim_set(sumdim, sumdim_len, p.total, "sumdim"));
   if (unroll_dim < 0 || unroll_dim >= p.total)

@@ -68,15 +68,14 @@ __device__ inline A shuffle_down(A v, int delta) {
   if constexpr (IsComplex<A>::value)
     return A(__shfl_down_sync(0xffffffffu, v.real(), delta), __shfl_down_sync(0xffffffffu, v.imag(), delta));
   else if constexpr (std::is_same_v<A, uint64_t>)
-    return static_cast<uint64_t>(
-        __shfl_down_sync(0xffffffffu, static_cast<unsigned long long>(v), delta));
+    return static_cast<uint64_t>(__shfl_down_sync(0xffffffffu, static_cast<unsigned long long>(v), delta));
   else
     return __shfl_down_sync(0xffffffffu, v, delta);
 }
 
 // Offsets of row-major position `k` over `ndim` dims of `sizes` in each operand.
-__device__ inline void offsets(int64_t k, int ndim, const int64_t* sizes, const int64_t (*strides)[TrilinearGeometry::kMaxDims],
-                               int64_t off[3]) {
+__device__ inline void offsets(int64_t k, int ndim, const int64_t* sizes,
+                               const int64_t (*strides)[TrilinearGeometry::kMaxDims], int64_t off[3]) {
   off[0] = off[1] = off[2] = 0;
   for (int d = ndim - 1; d >= 0; --d) {
     const int64_t x = k % sizes[d];
