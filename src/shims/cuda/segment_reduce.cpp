@@ -3,7 +3,8 @@
 // `offsets` or else `lengths`, with the CPU op's checks and messages
 // (shims/common/segment_reduce_args.h). Two kernels on the current stream
 // (kernels/segment_reduce_kernel.cu): the segment bounds (checked, and
-// clamped so no read leaves data), then one thread per result element. As
+// clamped so no read leaves data), then one thread (or, for long innermost
+// segments, one warp) per result element. As
 // ATen's CUDA kernel: float32/float64/float16/bfloat16 data of any strides,
 // each step of a reduction rounded to data's dtype, `initial` converted to
 // it (an error if it overflows), an empty segment giving `initial` or the

@@ -2,7 +2,8 @@
 // bounds from lengths (a block scan per row) or offsets, checked and clamped
 // so no read leaves data whatever the values; then one thread per result
 // element reducing its segment sequentially in data's dtype, as ATen's CUDA
-// kernel does.
+// kernel does (a warp per segment when the axis is innermost and segments
+// are long, as ATen's CUB path for 1-d data reduces in a tree).
 #pragma once
 
 #include <cuda_runtime_api.h>
