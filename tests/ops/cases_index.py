@@ -472,8 +472,29 @@ def _segment_reduce(g):
                     axis=0, unsafe=True, initial=None), id="unsafe-prefix")
     yield Case(dict(data=torch.tensor([1.0, float("nan"), 3.0, 2.0]), reduce="max", lengths=torch.tensor([3, 1]),
                     indices=None, offsets=None, axis=0, unsafe=False, initial=None), id="nan-max")
+    yield Case(dict(data=g.tensor((6, 2)), reduce="sum", lengths=torch.tensor([2, 4]), indices=None,
+                    offsets=torch.tensor([0, 1, 3, 6]), axis=0, unsafe=False, initial=None), id="offsets-win")
+    yield Case(dict(data=g.tensor((3, 0, 2)), reduce="max", lengths=torch.zeros(3, 2, dtype=torch.int64),
+                    indices=None, offsets=None, axis=1, unsafe=False, initial=None), id="empty-axis")
+    yield Case(dict(data=g.tensor((2, 7, 3, 2), torch.float16), reduce="prod",
+                    offsets=torch.tensor([[0, 3, 3, 7], [0, 1, 5, 7]], dtype=torch.int32), lengths=None,
+                    indices=None, axis=1, unsafe=False, initial=None), id="4d-offsets-int32", rtol=2e-2, atol=2e-2)
+    # Segments a warp long and more, one of them empty: CUDA reduces these a warp per segment.
+    long = g.tensor((300,))
+    long[120] = float("nan")
+    yield Case(dict(data=g.tensor((300,)), reduce="sum", lengths=torch.tensor([100, 0, 150, 50]), indices=None,
+                    offsets=None, axis=0, unsafe=False, initial=None), id="long-1d-sum", rtol=1e-5, atol=1e-4)
+    yield Case(dict(data=long, reduce="max", lengths=None, indices=None, offsets=torch.tensor([0, 100, 100, 250, 300]),
+                    axis=0, unsafe=False, initial=None), id="long-1d-max-nan")
+    yield Case(dict(data=g.tensor((300,), torch.float16), reduce="mean", lengths=torch.tensor([100, 0, 150, 50]),
+                    indices=None, offsets=None, axis=0, unsafe=False, initial=0.5), id="long-1d-mean-initial-f16",
+               rtol=2e-2, atol=2e-2)
+    yield Case(dict(data=g.tensor((2, 200, 1)), reduce="min", lengths=torch.tensor([[200], [150]]), indices=None,
+                    offsets=None, axis=1, unsafe=True, initial=None), id="long-rows-unsafe-prefix")
     yield Case(dict(data=g.tensor((6, 2)), reduce="sum", lengths=torch.tensor([2, 0, 3]), indices=None, offsets=None,
                     axis=0, unsafe=False, initial=None), error="exactly unless unsafe", id="lengths-short")
+    yield Case(dict(data=g.tensor((6, 2)), reduce="sum", lengths=None, indices=None, offsets=torch.tensor([0, 4, 2, 6]),
+                    axis=0, unsafe=True, initial=None), error="non-decreasing", id="offsets-decreasing")
     yield Case(dict(data=g.tensor((6, 2)), reduce="sum", lengths=torch.tensor([2, 5]), indices=None, offsets=None,
                     axis=0, unsafe=True, initial=None), error="sums past", id="lengths-past-end-unsafe")
     yield Case(dict(data=g.tensor((6, 2)), reduce="sum", lengths=torch.tensor([2, -1]), indices=None, offsets=None,

@@ -183,6 +183,13 @@ def _fractional_max_pool2d(g):
                id="few-samples")
     yield Case(dict(self=g.distinct((2, 3, 5, 5)), kernel_size=[3, 3], output_size=[4, 4],
                     random_samples=g.tensor((2, 3, 2), low=0.0, high=0.99)), error="kernel_size", id="too-large")
+    yield Case(dict(self=g.tensor((0, 3, 6, 6)), kernel_size=[2, 2], output_size=[3, 4],
+                    random_samples=g.tensor((0, 3, 2), low=0.0, high=0.99)), id="empty-batch")
+    yield Case(dict(self=_cl(g.distinct((2, 3, 9, 10))), kernel_size=[3, 2], output_size=[5, 6],
+                    random_samples=g.tensor((4, 3, 2), low=0.0, high=0.99)), id="channels-last-more-samples")
+    yield Case(dict(self=g.distinct((2, 3, 9, 10)), kernel_size=[2, 2], output_size=[4, 5],
+                    random_samples=g.tensor((2, 4, 2), low=0.0, high=0.99)), error="random_samples",
+               id="sample-channels")
 
 
 @cases("fractional_max_pool3d")
@@ -196,6 +203,10 @@ def _fractional_max_pool3d(g):
                     random_samples=g.tensor((1, 3, 3), low=0.0, high=0.99)), id="unbatched")
     yield Case(dict(self=g.distinct((1, 2, 4, 4, 4)), kernel_size=[2, 2, 2], output_size=[3, 3, 3],
                     random_samples=g.tensor((1, 2, 3), low=0.0, high=0.99)), error="kernel_size", id="too-large")
+    yield Case(dict(self=_cl3d(g.distinct((2, 3, 7, 8, 9))), kernel_size=[3, 2, 2], output_size=[4, 1, 6],
+                    random_samples=g.tensor((2, 3, 3), low=0.0, high=0.99)), id="channels-last-output-1")
+    yield Case(dict(self=g.distinct((1, 2, 6, 7, 8)), kernel_size=[2, 2, 2], output_size=[3, 3, 3],
+                    random_samples=g.tensor((1, 2, 2), low=0.0, high=0.99)), error="random_samples", id="two-samples")
 
 
 def _pooled(g, shape, dt, kernel, spatial):
@@ -459,3 +470,13 @@ def _trilinear(g):
                     expand3=[1, 2], sumdim=[2, 3], unroll_dim=1), error="broadcast", id="mismatch")
     yield Case(dict(i1=g.tensor((3, 4)), i2=g.tensor((5, 4, 6)), i3=g.tensor((3, 6)), expand1=[1, 3], expand2=[0],
                     expand3=[1, 2], sumdim=[4], unroll_dim=1), error="sumdim", id="bad-sumdim")
+    yield Case(dict(i1=g.tensor((3, 4)), i2=g.tensor((5, 4, 6)), i3=g.tensor((3, 6)), expand1=[1, 3], expand2=[0],
+                    expand3=[1, 2], sumdim=[2, 3], unroll_dim=4), error="unroll_dim", id="bad-unroll-dim")
+    yield Case(dict(i1=g.tensor((3, 4)), i2=g.tensor((5, 4, 6)), i3=g.tensor((6, 6))[::2], expand1=[1, 3],
+                    expand2=[0], expand3=[1, 2], sumdim=[2, 3], unroll_dim=0), id="sliced", rtol=1e-4, atol=1e-4)
+    yield Case(dict(i1=g.tensor((4, 3)).t(), i2=g.tensor((5, 4, 70)), i3=g.tensor((70, 3)).t(), expand1=[1, 3],
+                    expand2=[0], expand3=[1, 2], sumdim=[2, 3], unroll_dim=1), id="transposed-long-sum",
+               rtol=1e-4, atol=1e-3)
+    yield Case(dict(i1=g.tensor((3, 4), torch.float16), i2=g.tensor((5, 4, 6), torch.float16),
+                    i3=g.tensor((3, 6), torch.float16), expand1=[1, 3], expand2=[0], expand3=[1, 2], sumdim=[],
+                    unroll_dim=2), id="no-sum-float16", rtol=1e-2, atol=1e-2)

@@ -124,6 +124,48 @@ inline std::vector<int64_t> result_sizes(const Planes& p, const Dims& out, int s
   return sizes;
 }
 
+/// fractional_max_pool{2,3}d's kernel_size and output_size.
+struct Fractional {
+  Dims kernel{1, 1, 1};
+  Dims out{1, 1, 1};
+};
+
+/// fractional_max_pool{2,3}d's arguments checked as ATen checks them for
+/// input planes `p`: kernel_size and output_size of exactly `spatial` values
+/// (kernel_size positive), every window fitting the input (ATen's 3-d check
+/// is strict, its 2-d one is not), and random_samples of sizes
+/// `sample_sizes` (`samples_described` for messages) (N', C, spatial) with
+/// N' at least the input's N and C its channels.
+inline Result<Fractional> fractional_args(const Planes& p, int spatial, const int64_t* kernel_size,
+                                          int64_t kernel_size_len, const int64_t* output_size,
+                                          int64_t output_size_len, std::span<const int64_t> sample_sizes,
+                                          const std::string& samples_described) {
+  Fractional f;
+  KILN_ASSIGN_OR_RETURN(f.kernel, exact_dims_arg(kernel_size, kernel_size_len, spatial, "kernel_size"));
+  KILN_RETURN_IF_ERROR(positive(f.kernel, "kernel_size"));
+  KILN_ASSIGN_OR_RETURN(f.out, exact_dims_arg(output_size, output_size_len, spatial, "output_size"));
+  for (int i = 3 - spatial; i < 3; ++i) {
+    const int64_t reach = f.out[i] + f.kernel[i] - 1;
+    const bool fits = spatial == 2 ? reach <= p.in[i] : reach < p.in[i];
+    if (!fits)
+      return invalid("argument 'kernel_size' " + std::to_string(f.kernel[i]) + " is too large for output size " +
+                     std::to_string(f.out[i]) + " from input size " + std::to_string(p.in[i]));
+  }
+  if (sample_sizes.size() != 3 || sample_sizes[0] < p.batch || sample_sizes[1] != p.channels ||
+      sample_sizes[2] != spatial)
+    return invalid("argument 'random_samples' must be (N, C, " + std::to_string(spatial) +
+                   ") for the input's N and C, got " + samples_described);
+  return f;
+}
+
+/// The column of random_samples that places the windows along slot `slot` of
+/// a Dims: samples hold (W, H) for 2-d ops and (T, H, W) for 3-d ones; -1 for
+/// the depth slot of a 2-d op (one window at 0).
+inline int fractional_sample_column(int spatial, int slot) {
+  if (spatial == 3) return slot;
+  return slot == 0 ? -1 : (slot == 1 ? 1 : 0);
+}
+
 /// ATen's adaptive window along one dimension: [floor(o*in/out), ceil((o+1)*in/out)).
 inline int64_t adaptive_start(int64_t o, int64_t in, int64_t out) { return (o * in) / out; }
 inline int64_t adaptive_end(int64_t o, int64_t in, int64_t out) { return ((o + 1) * in + out - 1) / out; }

@@ -192,24 +192,14 @@ AOTITorchError fractional_max_pool(const char* fn, int spatial, AtenTensorHandle
     KILN_RETURN_IF_ERROR(pool_dtype(self->dtype(), false));
     KILN_RETURN_IF_ERROR(same_dtype(*samples, self->dtype(), "random_samples"));
     KILN_ASSIGN_OR_RETURN(Planes p, planes_of(*self, spatial));
-    if (self->numel() == 0) return aoti::invalid("argument 'self' is empty: " + self->describe());
-    KILN_ASSIGN_OR_RETURN(Dims k, exact_dims_arg(kernel_size, kernel_size_len, spatial, "kernel_size"));
-    KILN_RETURN_IF_ERROR(positive(k, "kernel_size"));
-    KILN_ASSIGN_OR_RETURN(Dims out, exact_dims_arg(output_size, output_size_len, spatial, "output_size"));
-    for (int i = 3 - spatial; i < 3; ++i) {
-      // ATen's 3-d check is strict, the 2-d one is not.
-      const bool fits = spatial == 2 ? out[i] + k[i] - 1 <= p.in[i] : out[i] + k[i] - 1 < p.in[i];
-      if (!fits)
-        return aoti::invalid("argument 'kernel_size' " + std::to_string(k[i]) + " is too large for output size " +
-                             std::to_string(out[i]) + " from input size " + std::to_string(p.in[i]));
-    }
-    if (samples->dim() != 3 || samples->size(0) < p.batch || samples->size(1) < p.channels ||
-        samples->size(2) < spatial)
-      return aoti::invalid("argument 'random_samples' must be (N, C, " + std::to_string(spatial) +
-                           ") for the input's N and C, got " + samples->describe());
+    KILN_ASSIGN_OR_RETURN(aoti::pool::Fractional f,
+                          aoti::pool::fractional_args(p, spatial, kernel_size, kernel_size_len, output_size,
+                                                      output_size_len, samples->sizes(), samples->describe()));
+    const Dims& k = f.kernel;
+    const Dims& out = f.out;
     KILN_ASSIGN_OR_RETURN(MaxResults r, new_results(*self, p, out, spatial, false));
     const std::vector<double> u = read_elements<double>(*samples);
-    // Per plane, window starts along each dim: samples are (W, H) in 2-d and (T, H, W) in 3-d.
+    // Per plane, the window starts along each dim.
     const int64_t planes = p.planes();
     std::vector<std::vector<int64_t>> starts(static_cast<size_t>(planes * 3));
     for (int64_t plane = 0; plane < planes; ++plane) {
@@ -221,7 +211,7 @@ AOTITorchError fractional_max_pool(const char* fn, int spatial, AtenTensorHandle
           seq.assign(1, 0);
           continue;
         }
-        const double sample = spatial == 2 ? su[i == 1 ? 1 : 0] : su[i];
+        const double sample = su[aoti::pool::fractional_sample_column(spatial, i)];
         KILN_ASSIGN_OR_RETURN(seq, intervals(sample, p.in[i], out[i], k[i], self->dtype()));
       }
     }

@@ -1,10 +1,10 @@
 // aoti_torch_cpu__trilinear: the contraction behind nn.Bilinear. i1, i2 and
 // i3 are unsqueezed at the dims in expand1/2/3 to one common rank, broadcast,
-// multiplied, and summed over sumdim (those dims are dropped). unroll_dim
-// only picks ATen's loop order and does not change the result. One dtype for
+// multiplied, and summed over sumdim (those dims are dropped), with the
+// checks the CUDA op shares (shims/common/trilinear_args.h). unroll_dim must
+// be a dim of the common rank but only picks ATen's loop order. One dtype for
 // all three (as ATen); integers wrap in int64, floats sum in double, complex
 // in complex<double>.
-#include <bitset>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -12,35 +12,13 @@
 #include "devices/cpu/element_buffer.h"
 #include "devices/cpu/parallel_for.h"
 #include "shims/cpu/cpu_shims.h"
+#include "shims/common/trilinear_args.h"
 #include "shims/cpu/op_args.h"
 
 using namespace kiln;
 using namespace kiln::cpu;
 
-namespace {
-
-constexpr int64_t kMaxDims = 64;
-
-// Positions of a dim list in [0, total) as a bitset, or an error for a bad or repeated dim.
-Result<std::bitset<kMaxDims>> dim_set(const int64_t* ptr, int64_t len, int64_t total, const char* name) {
-  KILN_ASSIGN_OR_RETURN(std::span<const int64_t> dims, aoti::int_array_arg(ptr, len, name));
-  std::bitset<kMaxDims> set;
-  for (int64_t d : dims) {
-    KILN_ASSIGN_OR_RETURN(int64_t w, wrap_dim(d, total, name));
-    if (set[static_cast<size_t>(w)])
-      return aoti::invalid(std::string("argument '") + name + "' repeats dim " + std::to_string(d));
-    set[static_cast<size_t>(w)] = true;
-  }
-  return set;
-}
-
-struct Operand {
-  const Tensor* t;
-  std::vector<int64_t> size;    // per common dim (1 where expanded)
-  std::vector<int64_t> stride;  // in its contiguous buffer; 0 where size is 1
-};
-
-}  // namespace
+namespace tri = kiln::aoti::trilinear;
 
 extern "C" {
 
@@ -52,61 +30,30 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__trilinear(AtenTensorHandle i1, A
                                                           int64_t unroll_dim, AtenTensorHandle* ret0) {
   return aoti::guarded("aoti_torch_cpu__trilinear", [&]() -> Error {
     const char* names[3] = {"i1", "i2", "i3"};
-    const char* expand_names[3] = {"expand1", "expand2", "expand3"};
     const AtenTensorHandle handles[3] = {i1, i2, i3};
-    const int64_t* expands[3] = {expand1, expand2, expand3};
+    const int64_t* const expands[3] = {expand1, expand2, expand3};
     const int64_t expand_lens[3] = {expand1_len_, expand2_len_, expand3_len_};
     Tensor* t[3];
     for (int i = 0; i < 3; ++i) {
       KILN_ASSIGN_OR_RETURN(t[i], cpu_tensor_arg(handles[i], names[i]));
-      if (expand_lens[i] < 0)
-        return aoti::invalid(std::string("argument '") + expand_names[i] + "' has negative length");
     }
     const DType dt = t[0]->dtype();
     KILN_RETURN_IF_ERROR(same_dtype(*t[1], dt, "i2"));
     KILN_RETURN_IF_ERROR(same_dtype(*t[2], dt, "i3"));
     if (dt == DType::Bool || element_kind(dt) == ElementKind::Unsupported)
       return set_error(Error::NotSupported, std::string("dtype ") + dtype_name(dt) + " is not supported");
-    const int64_t total = t[0]->dim() + expand1_len_;
-    if (total > kMaxDims) return aoti::invalid("too many dimensions");
-    Operand ops[3];
+    KILN_ASSIGN_OR_RETURN(tri::Plan plan, tri::plan({t[0]->sizes(), t[1]->sizes(), t[2]->sizes()}, expands,
+                                                    expand_lens, sumdim, sumdim_len_, unroll_dim));
+    // Strides in each operand's row-major buffer (read_elements).
+    std::vector<int64_t> stride[3];
     for (int i = 0; i < 3; ++i) {
-      if (t[i]->dim() + expand_lens[i] != total)
-        return aoti::invalid(std::string("argument '") + names[i] + "' " + t[i]->describe() + " with " +
-                             expand_names[i] + " does not reach rank " + std::to_string(total));
-      KILN_ASSIGN_OR_RETURN(std::bitset<kMaxDims> ex, dim_set(expands[i], expand_lens[i], total, expand_names[i]));
       const std::vector<int64_t> cs = contiguous_strides(t[i]->sizes());
-      ops[i].t = t[i];
-      int64_t own = 0;
-      for (int64_t d = 0; d < total; ++d) {
-        if (ex[static_cast<size_t>(d)]) {
-          ops[i].size.push_back(1);
-          ops[i].stride.push_back(0);
-        } else {
-          const int64_t s = t[i]->size(own);
-          ops[i].size.push_back(s);
-          ops[i].stride.push_back(s == 1 ? 0 : cs[static_cast<size_t>(own)]);
-          ++own;
-        }
-      }
+      stride[i] = tri::common_strides(plan, i, t[i]->sizes(), cs);
     }
-    KILN_ASSIGN_OR_RETURN(std::bitset<kMaxDims> sum, dim_set(sumdim, sumdim_len_, total, "sumdim"));
-    (void)unroll_dim;
-    std::vector<int64_t> out_dims, sum_dims, common(static_cast<size_t>(total));
-    for (int64_t d = 0; d < total; ++d) {
-      int64_t s = 1;
-      for (const Operand& op : ops) {
-        const int64_t z = op.size[static_cast<size_t>(d)];
-        if (z != 1 && s != 1 && z != s)
-          return aoti::invalid("sizes of i1, i2, i3 do not broadcast at dim " + std::to_string(d));
-        if (z != 1) s = z;
-      }
-      common[static_cast<size_t>(d)] = s;
-      (sum[static_cast<size_t>(d)] ? sum_dims : out_dims).push_back(d);
-    }
-    std::vector<int64_t> out_sizes;
-    for (int64_t d : out_dims) out_sizes.push_back(common[static_cast<size_t>(d)]);
-    KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(out_sizes, dt));
+    const std::vector<int64_t>& common = plan.common;
+    const std::vector<int64_t>& out_dims = plan.out_dims;
+    const std::vector<int64_t>& sum_dims = plan.sum_dims;
+    KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(plan.out_sizes, dt));
     // Offsets of every summed position in each operand.
     int64_t terms = 1;
     for (int64_t d : sum_dims) terms *= common[static_cast<size_t>(d)];
@@ -117,7 +64,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__trilinear(AtenTensorHandle i1, A
         int64_t rem = k, off = 0;
         for (size_t j = sum_dims.size(); j-- > 0;) {
           const size_t d = static_cast<size_t>(sum_dims[j]);
-          off += (rem % common[d]) * ops[i].stride[d];
+          off += (rem % common[d]) * stride[i][d];
           rem /= common[d];
         }
         term_off[i][static_cast<size_t>(k)] = off;
@@ -135,9 +82,9 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__trilinear(AtenTensorHandle i1, A
             const size_t d = static_cast<size_t>(out_dims[j]);
             const int64_t x = rem % common[d];
             rem /= common[d];
-            b0 += x * ops[0].stride[d];
-            b1 += x * ops[1].stride[d];
-            b2 += x * ops[2].stride[d];
+            b0 += x * stride[0][d];
+            b1 += x * stride[1][d];
+            b2 += x * stride[2][d];
           }
           T acc = T(0);
           for (size_t k = 0; k < static_cast<size_t>(terms); ++k)

@@ -178,6 +178,12 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_scatter_reduce_two_out(AtenTenso
 /// A new contiguous self with source's slices folded (prod, mean, amax, amin) into the slices index names.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_reduce(AtenTensorHandle self, int64_t dim, AtenTensorHandle index, AtenTensorHandle source, const char* reduce, int32_t include_self, AtenTensorHandle* ret0);
 
+// ---- Segment reduction (segment_reduce.cpp): segment bounds checked on the device (an error outside graph
+// capture, one readback), then one thread per result element.
+/// Sum, mean, max, min or prod of consecutive segments along axis, given by offsets or else lengths
+/// (int32/int64); floating data of any strides; initial may be null. A new contiguous result.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_segment_reduce(AtenTensorHandle data, const char* reduce, AtenTensorHandle* lengths, AtenTensorHandle* indices, AtenTensorHandle* offsets, int64_t axis, int32_t unsafe, double* initial, AtenTensorHandle* ret0);
+
 // ---- Data-dependent selections (masked_select.cpp, nonzero.cpp, repeat_interleave.cpp): a prefix count
 // of the selected elements on the device places them. Results are new tensors the caller owns.
 /// self where mask (bool, broadcasting with self) is false, source's next elements (row-major) where it is
@@ -229,6 +235,11 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cholesky_inverse(AtenTensorHandl
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_geqrf(AtenTensorHandle self, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
 /// other times the Q of geqrf's reflectors (from the left or right, transposed or not).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_ormqr(AtenTensorHandle self, AtenTensorHandle input2, AtenTensorHandle input3, int32_t left, int32_t transpose, AtenTensorHandle* ret0);
+
+// ---- Products (trilinear.cpp): one kernel over the strided operands.
+/// nn.Bilinear's contraction: i1, i2, i3 unsqueezed at expand1/2/3, broadcast, multiplied and summed over
+/// sumdim; one dtype (floating, complex, int8/uint8/int16/int32/int64); a new contiguous result.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__trilinear(AtenTensorHandle i1, AtenTensorHandle i2, AtenTensorHandle i3, const int64_t* expand1, int64_t expand1_len_, const int64_t* expand2, int64_t expand2_len_, const int64_t* expand3, int64_t expand3_len_, const int64_t* sumdim, int64_t sumdim_len_, int64_t unroll_dim, AtenTensorHandle* ret0);
 
 // ---- Scans (cumsum.cpp, logcumsumexp.cpp, cummax.cpp) and random ops (random.cpp; draw from the method's seed, aoti.seed).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype, AtenTensorHandle* ret0);
@@ -303,7 +314,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__fft_c2c(AtenTensorHandle self, 
 // ---- Padding (pad.cpp): aten::pad, every mode and dtype; value may be null.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_pad(AtenTensorHandle self, const int64_t* pad, int64_t pad_len_, const char* mode, double* value, AtenTensorHandle* ret0);
 
-// ---- Pooling (avg_pool.cpp, max_pool.cpp, max_unpool.cpp): (N, C, spatial...) or (C, spatial...)
+// ---- Pooling (avg_pool.cpp, max_pool.cpp, fractional_max_pool.cpp, max_unpool.cpp): (N, C, spatial...) or (C, spatial...)
 // inputs of any strides; float32/float64/float16/bfloat16 (max pooling and unpooling also int8, uint8,
 // int16, int32, int64); results laid out as ATen's CUDA kernels lay them out. ret0 (and ret1, the
 // int64 indices of the maxima within each (n, c) plane) are new references the caller owns.
@@ -319,6 +330,10 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_max_pool3d_with_indices(AtenTens
 /// Maxima over ATen's adaptive windows, with their positions (floating dtypes only).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_adaptive_max_pool2d(AtenTensorHandle self, const int64_t* output_size, int64_t output_size_len_, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_adaptive_max_pool3d(AtenTensorHandle self, const int64_t* output_size, int64_t output_size_len_, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+/// Maxima of kernel_size windows placed by random_samples (N, C, 2 or 3; self's dtype), with their
+/// positions; floating dtypes, contiguous results.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_fractional_max_pool2d(AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_, const int64_t* output_size, int64_t output_size_len_, AtenTensorHandle random_samples, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_fractional_max_pool3d(AtenTensorHandle self, const int64_t* kernel_size, int64_t kernel_size_len_, const int64_t* output_size, int64_t output_size_len_, AtenTensorHandle random_samples, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
 /// Scatters self into a zeroed (N, C, output_size...) result at the flat positions `indices` (int64,
 /// self's shape) names within each plane; an out-of-range index is an error outside graph capture.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_max_unpool2d(AtenTensorHandle self, AtenTensorHandle indices, const int64_t* output_size, int64_t output_size_len_, AtenTensorHandle* ret0);

@@ -151,9 +151,35 @@ __global__ void avg_pool_kernel(const T* in, T* out, PoolGeometry g, int64_t tot
   }
 }
 
+// The maximum of window [lo, hi) with steps `step` of result element `r`'s
+// plane into values/indices: a NaN wins (the last of the window), otherwise
+// the first strict maximum; the position is flat within the plane.
+template <typename T>
+__device__ inline void window_max(const T* in, const PoolGeometry& g, const Coord& r, const int64_t lo[3],
+                                  const int64_t hi[3], const int64_t step[3], T* values, int64_t* indices) {
+  using A = acc_t<T>;
+  const T* plane = in + r.n * g.in_strides[0] + r.c * g.in_strides[1];
+  A best = lowest<A>();
+  int64_t at = (lo[0] * g.in[1] + lo[1]) * g.in[2] + lo[2];
+  for (int64_t t = lo[0]; t < hi[0]; t += step[0])
+    for (int64_t h = lo[1]; h < hi[1]; h += step[1]) {
+      const T* row = plane + t * g.in_strides[2] + h * g.in_strides[3];
+      const int64_t flat = (t * g.in[1] + h) * g.in[2];
+      for (int64_t w = lo[2]; w < hi[2]; w += step[2]) {
+        const A v = up(row[w * g.in_strides[4]]);
+        if (v > best || is_nan(v)) {
+          best = v;
+          at = flat + w;
+        }
+      }
+    }
+  const int64_t off = out_offset(g, r);
+  values[off] = down<T>(best);
+  indices[off] = at;
+}
+
 template <typename T>
 __global__ void max_pool_kernel(const T* in, T* values, int64_t* indices, PoolGeometry g, int64_t total) {
-  using A = acc_t<T>;
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < total;
        k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const Coord r = coord_of(g, k);
@@ -171,24 +197,41 @@ __global__ void max_pool_kernel(const T* in, T* values, int64_t* indices, PoolGe
         step[i] = g.dilation[i];
       }
     }
-    const T* plane = in + r.n * g.in_strides[0] + r.c * g.in_strides[1];
-    A best = lowest<A>();
-    int64_t at = (lo[0] * g.in[1] + lo[1]) * g.in[2] + lo[2];
-    for (int64_t t = lo[0]; t < hi[0]; t += step[0])
-      for (int64_t h = lo[1]; h < hi[1]; h += step[1]) {
-        const T* row = plane + t * g.in_strides[2] + h * g.in_strides[3];
-        const int64_t flat = (t * g.in[1] + h) * g.in[2];
-        for (int64_t w = lo[2]; w < hi[2]; w += step[2]) {
-          const A v = up(row[w * g.in_strides[4]]);
-          if (v > best || is_nan(v)) {
-            best = v;
-            at = flat + w;
-          }
-        }
-      }
-    const int64_t off = out_offset(g, r);
-    values[off] = down<T>(best);
-    indices[off] = at;
+    window_max(in, g, r, lo, hi, step, values, indices);
+  }
+}
+
+// The start of fractional window `o` of `out` along a dimension of `in`
+// elements with windows of `k`, from the plane's sample `u`, in A as ATen's
+// CUDA kernels compute it (which is why float16/bfloat16 inputs place their
+// windows as float32 ones would, unlike ATen's CPU kernel). Clamped into
+// [0, in - k] so a sample outside [0, 1) cannot reach outside the input.
+template <typename A>
+__device__ inline int64_t fractional_start(A u, int64_t o, int64_t in, int64_t out, int64_t k) {
+  const int64_t last = in - k;
+  if (o == out - 1) return last;
+  const A alpha = static_cast<A>(last) / static_cast<A>(out - 1);
+  const int64_t s = static_cast<int64_t>((static_cast<A>(o) + u) * alpha) - static_cast<int64_t>(u * alpha);
+  return s < 0 ? 0 : (s > last ? last : s);
+}
+
+template <typename T>
+__global__ void fractional_max_pool_kernel(const T* in, const T* samples, FractionalSamples s, T* values,
+                                           int64_t* indices, PoolGeometry g, int64_t total) {
+  using A = acc_t<T>;
+  for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; k < total;
+       k += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const Coord r = coord_of(g, k);
+    const T* su = samples + r.n * s.strides[0] + r.c * s.strides[1];
+    int64_t lo[3], hi[3];
+    const int64_t step[3] = {1, 1, 1};
+    for (int i = 0; i < 3; ++i) {
+      lo[i] = s.column[i] < 0 ? 0
+                              : fractional_start<A>(up(su[s.column[i] * s.strides[2]]), r.o[i], g.in[i], g.out[i],
+                                                    g.kernel[i]);
+      hi[i] = lo[i] + g.kernel[i];
+    }
+    window_max(in, g, r, lo, hi, step, values, indices);
   }
 }
 
@@ -269,6 +312,19 @@ Error launch_max_pool(const void* in, void* values, int64_t* indices, DType dtyp
   });
   if (!known) return unsupported("max_pool", dtype);
   return cuda_status(cudaGetLastError(), "launching the max_pool kernel");
+}
+
+Error launch_fractional_max_pool(const void* in, const void* samples, const FractionalSamples& s, void* values,
+                                 int64_t* indices, DType dtype, const PoolGeometry& g, cudaStream_t stream) {
+  const int64_t total = result_count(g);
+  if (total == 0) return Error::Ok;
+  const bool known = dispatch(dtype, false, [&](auto tag) {
+    using T = decltype(tag);
+    fractional_max_pool_kernel<T><<<blocks_for(total), kThreads, 0, stream>>>(
+        static_cast<const T*>(in), static_cast<const T*>(samples), s, static_cast<T*>(values), indices, g, total);
+  });
+  if (!known) return unsupported("fractional_max_pool", dtype);
+  return cuda_status(cudaGetLastError(), "launching the fractional_max_pool kernel");
 }
 
 Error launch_max_unpool(const void* in, const int64_t* indices, const int64_t index_strides[5], void* out,

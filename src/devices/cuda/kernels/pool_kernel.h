@@ -2,7 +2,7 @@
 // thread per result element reads its window straight from the input with
 // the input's strides (no copy for strided, offset or channels-last inputs)
 // and accumulates in float (float64 for float64), for avg_pool, max_pool
-// (with indices), the adaptive pools; and max_unpool's scatter. A 2-d op is
+// (with indices), the adaptive and fractional pools; and max_unpool's scatter. A 2-d op is
 // the 3-d case with a depth of 1.
 #pragma once
 
@@ -48,6 +48,24 @@ Error launch_avg_pool(const void* in, void* out, DType dtype, const PoolGeometry
 /// int8/uint8/int16/int32/int64.
 Error launch_max_pool(const void* in, void* values, int64_t* indices, DType dtype, const PoolGeometry& g,
                       cudaStream_t stream);
+
+/// Where fractional_max_pool reads its random_samples (self's dtype): element
+/// strides for (n, c, column), and for each slot of PoolGeometry's (t, h, w)
+/// the column that places its windows (-1: one window at 0, the depth of a
+/// 2-d op).
+struct FractionalSamples {
+  int64_t strides[3] = {};
+  int column[3] = {-1, -1, -1};
+};
+
+/// fractional_max_pool: maxima (and flat positions, as launch_max_pool) of
+/// g.kernel-sized windows whose starts come from each plane's samples as
+/// ATen's CUDA kernels compute them: in float (float64 for float64), the last
+/// window ending at the input's end. A start outside the input (a sample
+/// outside [0, 1)) is clamped into it, so nothing is read out of bounds.
+/// Floating dtypes only; g.channels_last is false (the result is contiguous).
+Error launch_fractional_max_pool(const void* in, const void* samples, const FractionalSamples& s, void* values,
+                                 int64_t* indices, DType dtype, const PoolGeometry& g, cudaStream_t stream);
 
 /// max_unpool: writes each input element to the flat position `indices`
 /// names within its plane of the contiguous result `out` (already zeroed;
