@@ -10,8 +10,10 @@
 // or row-wise (scale_a float32 [m, 1], scale_b float32 [1, n], contiguous),
 // ATen's CUDA pairs for float8; anything else is refused. The bias is n
 // elements added along each row (read in its own dtype). scale_result (one
-// float32) multiplies the result when the result's dtype is float8, as
-// cuBLASLt's D scale does, and is ignored otherwise. With k == 0 the result
+// float32) multiplies a float8_e5m2 result, as cuBLASLt's D scale does; it
+// is ignored for every other result dtype, float8_e4m3fn included, whose
+// result ATen's CUDA op in torch 2.11 leaves unscaled (measured against it:
+// tests/gpu/test_scaled_mm.py). With k == 0 the result
 // is zeros, with no bias, as ATen writes. The result's dtype defaults to
 // self's.
 //
@@ -177,6 +179,9 @@ struct LtResources {
 
 // A status that means "not this problem" rather than a failure: the tiled
 // kernel computes it instead.
+// Whether scale_result multiplies a result of `dtype` (see the top of this file).
+bool scales_result(DType dtype) { return dtype == DType::Float8_e5m2; }
+
 bool refused(cublasStatus_t status) {
   return status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE;
 }
@@ -346,7 +351,7 @@ std::optional<LtProblem> lt_problem(const Operands& o, const TensorRef& out, boo
   if (p.lda % 16 != 0 || p.ldb % 16 != 0 || (p.ldo * out_bytes) % 16 != 0) return std::nullopt;
   p.fast_accum = fast_accum;
   p.bias = o.has_bias;
-  p.scale_result = o.has_scale_result && aoti::is_float8(out.dtype);
+  p.scale_result = o.has_scale_result && scales_result(out.dtype);
   return p;
 }
 
@@ -376,7 +381,8 @@ Error scaled_mm_into(const Operands& o, const TensorRef& out, bool fast_accum) {
     args.bias_dtype = o.bias.dtype;
     KILN_ASSIGN_OR_RETURN(args.bias_index, indexer(o.bias));
   }
-  if (o.has_scale_result) args.scale_result = static_cast<const float*>(o.scale_result.data);
+  if (o.has_scale_result && scales_result(out.dtype))
+    args.scale_result = static_cast<const float*>(o.scale_result.data);
   args.out = out.data;
   args.o_rs = out.strides[0];
   args.o_cs = out.strides[1];
