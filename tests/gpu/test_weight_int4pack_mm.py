@@ -55,24 +55,29 @@ def _run(lib, x, packed, group, scales, zeros):
 @pytest.mark.parametrize("inner_k_tiles", [2, 4, 8])
 @pytest.mark.parametrize("group", [32, 64, 128, 256])
 def test_each_code_lands_on_its_row_and_column(lib, inner_k_tiles, group):
-    """x = I (m = k) gives out[c][j] = W[j][c], one product each: every code, scale and zero point is
-    checked at its own place, exactly (small multiples of 1/2 are exact in bfloat16)."""
+    """x = rows of I gives out[r][j] = W[j][c] for row r one-hot at c, one product each: every code,
+    scale and zero point is checked at its own place, exactly (small multiples of 1/2 are exact in
+    bfloat16). Sixteen rows at a time go through the kernel that reads the packed weight directly;
+    all k rows at once through the dequantized block and cuBLASLt."""
     g = torch.Generator().manual_seed(inner_k_tiles * 1000 + group)
     n, k = 24, 512
     codes = torch.randint(0, 16, (n, k), generator=g, dtype=torch.int32)
     scales = torch.pow(2.0, torch.randint(-1, 3, (k // group, n), generator=g).float())
     zeros = torch.randint(-4, 5, (k // group, n), generator=g).float()
-    got = _run(lib, torch.eye(k, dtype=torch.bfloat16, device="cuda"), _pack(codes, inner_k_tiles), group,
-               scales, zeros)
+    packed = _pack(codes, inner_k_tiles)
+    eye = torch.eye(k, dtype=torch.bfloat16, device="cuda")
     expected = _dequantized(codes, scales, zeros, group).t()
-    assert got.dtype == torch.bfloat16 and tuple(got.shape) == (k, n) and got.is_contiguous()
-    mismatch = (got.float().cpu() != expected).nonzero()
-    assert mismatch.numel() == 0, f"{len(mismatch)} values misplaced, first (k, n) = {mismatch[0].tolist()}"
+    direct = torch.cat([_run(lib, eye[c:c + 16], packed, group, scales, zeros) for c in range(0, k, 16)])
+    for path, got in (("direct", direct), ("dequantized", _run(lib, eye, packed, group, scales, zeros))):
+        assert got.dtype == torch.bfloat16 and tuple(got.shape) == (k, n) and got.is_contiguous()
+        mismatch = (got.float().cpu() != expected).nonzero()
+        assert mismatch.numel() == 0, \
+            f"{path}: {len(mismatch)} values misplaced, first (k, n) = {mismatch[0].tolist()}"
 
 
 @pytest.mark.parametrize("inner_k_tiles", [2, 4, 8])
 @pytest.mark.parametrize("group", [32, 64, 128, 256])
-@pytest.mark.parametrize("m,k,n", [(1, 1024, 256), (3, 256, 64), (17, 512, 8), (64, 1024, 128)])
+@pytest.mark.parametrize("m,k,n", [(1, 1024, 256), (3, 256, 64), (16, 512, 64), (17, 512, 8), (64, 1024, 128)])
 def test_matches_the_dequantized_product(lib, inner_k_tiles, group, m, k, n):
     g = torch.Generator().manual_seed(m * 7 + k + n + inner_k_tiles * 13 + group)
     codes = torch.randint(0, 16, (n, k), generator=g, dtype=torch.int32)
@@ -87,9 +92,15 @@ def test_matches_the_dequantized_product(lib, inner_k_tiles, group, m, k, n):
 
 
 def test_non_contiguous_activations(lib):
-    """A column slice of a wider activation (row stride 2k) and a transposed one (column-major)."""
-    g = torch.Generator().manual_seed(5)
-    m, k, n, group = 6, 256, 64, 64
+    """A column slice of a wider activation (row stride 2k) and a transposed one (column-major), through
+    the direct kernel (6 rows) and the dequantized product (40 rows)."""
+    for m in (6, 40):
+        _check_non_contiguous(lib, m)
+
+
+def _check_non_contiguous(lib, m):
+    g = torch.Generator().manual_seed(5 + m)
+    k, n, group = 256, 64, 64
     codes = torch.randint(0, 16, (n, k), generator=g, dtype=torch.int32)
     scales = (torch.rand(k // group, n, generator=g) * 0.08 + 0.02).to(torch.bfloat16)
     zeros = (torch.rand(k // group, n, generator=g) - 0.5).to(torch.bfloat16)

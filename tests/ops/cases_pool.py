@@ -412,8 +412,9 @@ def _weight_int4pack_mm(g):
     # packed weight comes from ATen's CUDA kernel: without a GPU there are no cases to build.
     if not torch.cuda.is_available():
         return
-    # Every inner k-tile count with every group size, over decode (m = 1, 3: one pass of the kernel's
-    # four rows) and prefill row counts (17, 64), and k and n from one tile up.
+    # Every inner k-tile count with every group size, over decode row counts (1, 3: the kernel reading
+    # the packed weight, one pass of its four rows) and prefill ones (17, 64: the weight dequantized to
+    # bfloat16 blocks for cuBLASLt), and k and n from one tile up.
     ms, ks, ns = (1, 3, 17, 64), (128, 256, 1024), (8, 64, 256)
     i = 0
     for inner in (2, 4, 8):

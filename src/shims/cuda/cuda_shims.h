@@ -272,7 +272,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int8pack_mm(AtenTensorHa
 /// self (bfloat16, m x k) @ W^T for an int4 W (n x k) tile-packed by _convert_weight_to_int4pack
 /// (int32 [n / 8, k / (innerKTiles * 16), 32, innerKTiles / 2]), dequantized as (q - 8) * scale + zero
 /// per qGroupSize values of k from qScaleAndZeros [k / qGroupSize, n, 2]: a new contiguous m x n
-/// bfloat16 (weight_int4pack_mm.cpp, kernels/int4_mm_kernel.h).
+/// bfloat16; a kernel on the packed weight up to 16 rows, else bfloat16 blocks of the dequantized
+/// weight through cuBLASLt (weight_int4pack_mm.cpp, kernels/int4_mm_kernel.h).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2, int64_t qGroupSize, AtenTensorHandle qScaleAndZeros, AtenTensorHandle* ret0);
 /// self @ mat2 (float8, m x k and k x n) with per-tensor or row-wise float32 scales,
 /// optional bias and float8 result scale: cuBLASLt's float8 kernels for a row-major

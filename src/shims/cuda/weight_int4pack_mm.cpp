@@ -7,7 +7,9 @@
 // read from the last dimension) and dequantized per group of qGroupSize
 // values of k as (q - 8) * scale + zero with (scale, zero) =
 // qScaleAndZeros[k / qGroupSize][n] (bfloat16). The result is a new
-// contiguous [m, n] bfloat16 tensor (kernels/int4_mm_kernel.h, which says
+// contiguous [m, n] bfloat16 tensor. Up to 16 rows (decode) a kernel reads
+// the packed weight directly; more rows dequantize it to bfloat16 in column
+// blocks multiplied by cuBLASLt (kernels/int4_mm_kernel.h, whose .cu says
 // why the layout is what it is).
 //
 // The checks are ATen's CUDA op's (bfloat16 self, a 4-d int32 mat2 with 32
@@ -25,6 +27,7 @@
 
 #include "devices/cuda/kernels/int4_mm_kernel.h"
 #include "shims/cuda/cuda_shims.h"
+#include "shims/cuda/matmul.h"
 #include "shims/cuda/op_util.h"
 
 using namespace kiln;
@@ -77,6 +80,45 @@ Error int4pack_args(const TensorRef& x, const TensorRef& w, int64_t group_size, 
   return same_device(qsz, x, "qScaleAndZeros");
 }
 
+// Up to this many rows the direct kernel runs (it reads the packed weight
+// once per four rows); past it the weight is dequantized to bfloat16 in
+// column blocks and multiplied on the tensor cores by cuBLASLt, as ATen's
+// kernel multiplies its bfloat16-dequantized tiles.
+constexpr int64_t kDirectRows = 16;
+// The dequantized block's size: bounded so the temporary stays small next
+// to the weights of a large layer (a whole 4096 x 14336 layer would take 112 MiB).
+constexpr int64_t kBlockBytes = int64_t{32} << 20;
+
+// out (r, m x n) = x @ W^T in column blocks: each block of W (whole 8-column
+// tiles, row-major [cols, k] bfloat16) is written to one reused temporary,
+// then out's columns [j0, j0 + cols) = x @ block^T (block^T: [k, cols],
+// strides {1, k}) through the shared product, on the same stream, so a
+// block is overwritten only after the product that reads it.
+Error dequantized_product(const TensorRef& x, const Int4PackedWeight& packed, const TensorRef& q, int64_t group_size,
+                          const TensorRef& r, cudaStream_t stream) {
+  const int64_t m = x.sizes[0], k = x.sizes[1], n = r.sizes[1];
+  int64_t cols = kBlockBytes / (2 * k) / 8 * 8;
+  if (cols < 8) cols = 8;
+  if (cols > n) cols = n;
+  KILN_ASSIGN_OR_RETURN(DeviceBuffer block,
+                        DeviceBuffer::allocate(static_cast<size_t>(cols * k) * 2, x.device_index, stream));
+  for (int64_t j0 = 0; j0 < n; j0 += cols) {
+    const int64_t width = n - j0 < cols ? n - j0 : cols;
+    KILN_RETURN_IF_ERROR(launch_dequantize_int4pack(packed, q.data, q.strides[0], q.strides[1], q.strides[2],
+                                                    group_size, j0 / 8, width / 8, k, block.get(), stream));
+    TensorRef wt = x;
+    wt.data = block.get();
+    wt.sizes = {k, width};
+    wt.strides = {1, k};
+    TensorRef out = r;
+    out.data = static_cast<uint16_t*>(r.data) + j0;
+    out.sizes = {m, width};
+    out.strides = {n, 1};
+    KILN_RETURN_IF_ERROR(matmul_into(out, x, wt, 1.0, 0.0));
+  }
+  return Error::Ok;
+}
+
 }  // namespace
 
 extern "C" {
@@ -97,9 +139,17 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHa
     KILN_ASSIGN_OR_RETURN(TensorRef r, read_tensor(result.get(), "ret0"));
     const Int4PackedWeight packed{static_cast<const int32_t*>(w.data), w.strides[0], w.strides[1], w.strides[2],
                                   w.strides[3], static_cast<int>(w.sizes[3] * 2)};
-    KILN_RETURN_IF_ERROR(launch_weight_int4pack_mm(x.data, x.strides[0], x.strides[1], packed, q.data, q.strides[0],
-                                                   q.strides[1], q.strides[2], qGroupSize, r.data, m, n, k,
-                                                   current_stream(x.device_index)));
+    // The kernels launch on self's device whichever device is current.
+    ScopedDevice scoped(x.device_index);
+    KILN_RETURN_IF_ERROR(scoped.status());
+    cudaStream_t stream = current_stream(x.device_index);
+    if (m <= kDirectRows || n == 0) {
+      KILN_RETURN_IF_ERROR(launch_weight_int4pack_mm(x.data, x.strides[0], x.strides[1], packed, q.data,
+                                                     q.strides[0], q.strides[1], q.strides[2], qGroupSize, r.data, m,
+                                                     n, k, stream));
+    } else {
+      KILN_RETURN_IF_ERROR(dequantized_product(x, packed, q, qGroupSize, r, stream));
+    }
     return return_handle(result, ret0, "ret0");
   });
 }

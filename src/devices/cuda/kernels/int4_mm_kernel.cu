@@ -115,6 +115,47 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 }
 
+// One thread per packed word, the word index running fastest (consecutive
+// threads read consecutive int32 of a contiguous weight). Nibbles i and
+// i + 4 (i < 4) are the even and odd k of one pair, k0 + 2 * (t % 4) + 8 * i
+// (8 * i = 16 * ((i >> 1) & 1) + 8 * (i & 1) for i < 4), written as one
+// bfloat16 pair: rows are k long and k is a multiple of 32, so the pair's
+// address is 4-byte aligned.
+__global__ void dequantize_int4pack_kernel(Int4PackedWeight w, const __nv_bfloat16* qsz, int64_t q_s0, int64_t q_s1,
+                                           int64_t q_s2, int group_shift, int64_t tile0, int64_t tiles,
+                                           int64_t k_groups, int64_t k, __nv_bfloat16* out) {
+  const int words = w.inner_k_tiles / 2;
+  const int64_t total = tiles * k_groups * 32 * words;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int p = static_cast<int>(idx % words);
+    int64_t rest = idx / words;
+    const int t = static_cast<int>(rest % 32);
+    rest /= 32;
+    const int64_t ko = rest % k_groups, tile = rest / k_groups;
+    const uint32_t word =
+        static_cast<uint32_t>(w.ptr[(tile0 + tile) * w.s0 + ko * w.s1 + t * w.s2 + p * w.s3]);
+    const int64_t row = tile * kTileN + t / 4;
+    const int64_t k0 = 16 * (ko * w.inner_k_tiles + 2 * p);
+    const __nv_bfloat16* q = qsz + (k0 >> group_shift) * q_s0 + ((tile0 + tile) * kTileN + t / 4) * q_s1;
+    const __nv_bfloat16 scale = q[0], zero = q[q_s2];
+    __nv_bfloat16* dst = out + row * k + k0 + 2 * (t % 4);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int even = static_cast<int>((word >> (4 * i)) & 0xFu) - 8;
+      const int odd = static_cast<int>((word >> (16 + 4 * i)) & 0xFu) - 8;
+      *reinterpret_cast<__nv_bfloat162*>(dst + 8 * i) = __halves2bfloat162(
+          __hfma(__int2bfloat16_rn(even), scale, zero), __hfma(__int2bfloat16_rn(odd), scale, zero));
+    }
+  }
+}
+
+int log2_of(int64_t group_size) {
+  int shift = 0;
+  while ((int64_t{1} << shift) < group_size) ++shift;
+  return shift;
+}
+
 }  // namespace
 
 Error launch_weight_int4pack_mm(const void* x, int64_t x_rs, int64_t x_cs, Int4PackedWeight w, const void* qsz,
@@ -124,8 +165,7 @@ Error launch_weight_int4pack_mm(const void* x, int64_t x_rs, int64_t x_cs, Int4P
   const int64_t n_tiles = n / kTileN;
   if (n_tiles > 0x7FFFFFFF)
     return set_error(Error::NotSupported, "_weight_int4pack_mm: too many columns for the kernel grid");
-  int group_shift = 0;
-  while ((int64_t{1} << group_shift) < group_size) ++group_shift;
+  const int group_shift = log2_of(group_size);
   const int64_t k_groups = k / (w.inner_k_tiles * 16);
   const int64_t row_groups = (m + kRows - 1) / kRows;
   const dim3 grid(static_cast<unsigned>(n_tiles),
@@ -147,10 +187,25 @@ Error launch_weight_int4pack_mm(const void* x, int64_t x_rs, int64_t x_cs, Int4P
                                                                   group_shift, op, m, n, k_groups);
       break;
     default:
-      return set_error(Error::InvalidArgument,
-                       "_weight_int4pack_mm: inner k-tiles " + std::to_string(w.inner_k_tiles) + ", expected 2, 4 or 8");
+      return set_error(Error::InvalidArgument, "_weight_int4pack_mm: inner k-tiles " +
+                                                   std::to_string(w.inner_k_tiles) + ", expected 2, 4 or 8");
   }
   return cuda_status(cudaGetLastError(), "launching the _weight_int4pack_mm kernel");
+}
+
+Error launch_dequantize_int4pack(Int4PackedWeight w, const void* qsz, int64_t q_s0, int64_t q_s1, int64_t q_s2,
+                                 int64_t group_size, int64_t tile0, int64_t tiles, int64_t k, void* w_out,
+                                 cudaStream_t stream) {
+  const int64_t k_groups = k / (w.inner_k_tiles * 16);
+  const int64_t total = tiles * k_groups * 32 * (w.inner_k_tiles / 2);
+  if (total == 0) return Error::Ok;
+  constexpr int kThreads = 256;
+  const int64_t blocks = (total + kThreads - 1) / kThreads;
+  const unsigned grid = static_cast<unsigned>(blocks < (int64_t{1} << 20) ? blocks : (int64_t{1} << 20));
+  dequantize_int4pack_kernel<<<grid, kThreads, 0, stream>>>(w, static_cast<const __nv_bfloat16*>(qsz), q_s0, q_s1,
+                                                            q_s2, log2_of(group_size), tile0, tiles, k_groups, k,
+                                                            static_cast<__nv_bfloat16*>(w_out));
+  return cuda_status(cudaGetLastError(), "launching the _weight_int4pack_mm dequantize kernel");
 }
 
 }  // namespace kiln::cudadev

@@ -31,4 +31,11 @@ Error launch_weight_int4pack_mm(const void* x, int64_t x_rs, int64_t x_cs, Int4P
                                 int64_t q_s0, int64_t q_s1, int64_t q_s2, int64_t group_size, void* out, int64_t m,
                                 int64_t n, int64_t k, cudaStream_t stream);
 
+/// Columns [tile0 * 8, (tile0 + tiles) * 8) of W, dequantized as above, into
+/// w_out: row-major bfloat16 [tiles * 8, k] (row j - tile0 * 8 holds column
+/// j's k values), for a library product when x has many rows.
+Error launch_dequantize_int4pack(Int4PackedWeight w, const void* qsz, int64_t q_s0, int64_t q_s1, int64_t q_s2,
+                                 int64_t group_size, int64_t tile0, int64_t tiles, int64_t k, void* w_out,
+                                 cudaStream_t stream);
+
 }  // namespace kiln::cudadev
