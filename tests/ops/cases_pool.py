@@ -1,5 +1,5 @@
 """Pooling (avg, max, adaptive, fractional, unpool) and the products CNNs and recommenders hit:
-baddbmm, addbmm, addmv, _addmm_activation, _int_mm, _weight_int8pack_mm, _fused_rms_norm,
+baddbmm, addbmm, addmv, _addmm_activation, _int_mm, _weight_int8pack_mm, _weight_int4pack_mm, _fused_rms_norm,
 _cdist_forward, _pdist_forward, _trilinear."""
 
 import torch
@@ -387,6 +387,74 @@ def _weight_int8pack_mm(g):
     yield Case(dict(self=g.tensor((5, 16)), mat2=_int8(g, (7, 8)), scales=g.tensor((7,))), error="mat2", id="mismatch")
     yield Case(dict(self=g.tensor((5, 16)), mat2=_int8(g, (7, 16)), scales=g.tensor((6,))), error="scales",
                id="bad-scales")
+
+
+def _int4_codes_to_bytes(codes):
+    """int4 codes [n, k] (0..15) as _convert_weight_to_int4pack's input, uint8 [n, k / 2]: each byte holds
+    an even k in its high nibble and the next k in its low one."""
+    return ((codes[:, ::2] << 4) | codes[:, 1::2]).to(torch.uint8)
+
+
+def _int4pack_args(g, m, k, n, group, inner_k_tiles):
+    """_weight_int4pack_mm's arguments: bfloat16 activations, random int4 codes tile-packed by ATen's own
+    CUDA _convert_weight_to_int4pack (its layout is defined by that kernel, so it runs on the GPU even
+    while cases are built on the host), and bfloat16 (scale, zero) per group of k and column."""
+    codes = torch.randint(0, 16, (n, k), generator=g.g, dtype=torch.int32)
+    packed = torch.ops.aten._convert_weight_to_int4pack(_int4_codes_to_bytes(codes).cuda(), inner_k_tiles).cpu()
+    scales = g.tensor((k // group, n), low=0.02, high=0.1)
+    zeros = g.tensor((k // group, n), low=-0.5, high=0.5)
+    return dict(self=g.tensor((m, k), torch.bfloat16), mat2=packed, qGroupSize=group,
+                qScaleAndZeros=torch.stack([scales, zeros], dim=2).to(torch.bfloat16))
+
+
+def _int4pack_reference(self, mat2, qGroupSize, qScaleAndZeros):
+    # ATen's CUDA kernel needs a contiguous self and mat2 with aligned data (it loads 4 to 16 bytes at a
+    # time) and reads qScaleAndZeros as contiguous, and fails to launch for an empty self: dense copies
+    # of the strided and offset layouts, and the empty result, are the reference.
+    if self.shape[0] == 0:
+        return torch.empty(0, mat2.shape[0] * 8, dtype=torch.bfloat16, device=self.device)
+    dense = lambda t: t.clone(memory_format=torch.contiguous_format)  # noqa: E731
+    return torch.ops.aten._weight_int4pack_mm(dense(self), dense(mat2), qGroupSize, dense(qScaleAndZeros))
+
+
+@cases("_weight_int4pack_mm")
+def _weight_int4pack_mm(g):
+    # Only c_shim_cuda.h declares the op (the CPU's int4 product packs its weight differently), and its
+    # packed weight comes from ATen's CUDA kernel: without a GPU there are no cases to build.
+    if not torch.cuda.is_available():
+        return
+    # Every inner k-tile count with every group size, over decode row counts (1, 3: the kernel reading
+    # the packed weight, one pass of its four rows) and prefill ones (17, 64: the weight dequantized to
+    # bfloat16 blocks for cuBLASLt), and k and n from one tile up.
+    ms, ks, ns = (1, 3, 17, 64), (128, 256, 1024), (8, 64, 256)
+    i = 0
+    for inner in (2, 4, 8):
+        for group in (32, 64, 128):
+            m, k, n = ms[i % 4], ks[i % 3], ns[(i // 3) % 3]
+            i += 1
+            yield Case(_int4pack_args(g, m, k, n, group, inner), reference=_int4pack_reference,
+                       id=f"m{m}-k{k}-n{n}-g{group}-tiles{inner}")
+    yield Case(_int4pack_args(g, 1, 1024, 256, 256, 8), reference=_int4pack_reference, id="decode-g256")
+    yield Case(_int4pack_args(g, 5, 256, 64, 64, 4), reference=_int4pack_reference, id="rows-past-one-pass")
+    yield Case(_int4pack_args(g, 0, 128, 16, 32, 2), reference=_int4pack_reference, id="empty")
+    args = _int4pack_args(g, 2, 128, 16, 64, 2)
+    args["qScaleAndZeros"] = torch.cat([args["qScaleAndZeros"], g.tensor((1, 16, 2), torch.bfloat16)])
+    yield Case(args, reference=_int4pack_reference, id="extra-groups")
+
+    ok = _int4pack_args(g, 2, 128, 16, 64, 4)
+    yield Case(dict(ok, self=ok["self"].float()), error="'self' has dtype float32, expected bfloat16",
+               id="float32-self")
+    yield Case(dict(ok, qGroupSize=16), error="qGroupSize is 16", id="group-16")
+    yield Case(dict(ok, self=g.tensor((2, 256), torch.bfloat16)), error="which packs k = 128", id="k-mismatch")
+    yield Case(dict(ok, mat2=ok["mat2"].reshape(2, 2, 64)), error="must be 4-d", id="mat2-3d")
+    yield Case(dict(ok, mat2=ok["mat2"].to(torch.int64)), error="'mat2' has dtype int64",
+               id="mat2-int64")
+    yield Case(dict(ok, qScaleAndZeros=ok["qScaleAndZeros"][:, :8]), error="'qScaleAndZeros' has shape",
+               id="scales-n")
+    yield Case(dict(ok, qScaleAndZeros=ok["qScaleAndZeros"].float()), error="'qScaleAndZeros' has dtype float32",
+               id="scales-float32")
+    odd = _int4pack_args(g, 2, 96, 8, 32, 2)
+    yield Case(dict(odd, qGroupSize=64), error="not a multiple of qGroupSize 64", id="k-not-groups")
 
 
 @cases("_fused_rms_norm")

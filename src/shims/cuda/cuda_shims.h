@@ -296,6 +296,12 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__int_mm_out(AtenTensorHandle out
 /// self (float32/bfloat16/float16, m x k) @ mat2 (int8, n x k)^T * scales (n), float32
 /// accumulation, a new contiguous m x n of self's dtype (int_mm.cpp).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int8pack_mm(AtenTensorHandle self, AtenTensorHandle mat2, AtenTensorHandle scales, AtenTensorHandle* ret0);
+/// self (bfloat16, m x k) @ W^T for an int4 W (n x k) tile-packed by _convert_weight_to_int4pack
+/// (int32 [n / 8, k / (innerKTiles * 16), 32, innerKTiles / 2]), dequantized as (q - 8) * scale + zero
+/// per qGroupSize values of k from qScaleAndZeros [k / qGroupSize, n, 2]: a new contiguous m x n
+/// bfloat16; a kernel on the packed weight up to 16 rows, else bfloat16 blocks of the dequantized
+/// weight through cuBLASLt (weight_int4pack_mm.cpp, kernels/int4_mm_kernel.h).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2, int64_t qGroupSize, AtenTensorHandle qScaleAndZeros, AtenTensorHandle* ret0);
 /// self @ mat2 (float8, m x k and k x n) with per-tensor or row-wise float32 scales,
 /// optional bias and float8 result scale: cuBLASLt's float8 kernels for a row-major
 /// self and column-major mat2, else a tiled kernel; *ret0 a new contiguous m x n
