@@ -1,5 +1,6 @@
 """Linear algebra: cholesky_inverse, cholesky_solve, triangular_solve, geqrf, ormqr, lu_unpack,
-_dyn_quant_pack_4bit_weight / _dyn_quant_matmul_4bit, _scaled_mm / _scaled_mm.out."""
+_dyn_quant_pack_4bit_weight / _dyn_quant_matmul_4bit, _scaled_mm / _scaled_mm.out,
+_scaled_grouped_mm (CUDA only)."""
 
 import torch
 
@@ -379,3 +380,63 @@ def _scaled_mm_out(g):
                             bias=g.tensor((16,), torch.bfloat16)), out=torch.empty(5, 16, dtype=torch.bfloat16)),
                reference=_scaled_mm_into_out, id="tn-bias-bfloat16")
     yield Case(dict(_scaled(g, 4, 8, 6), out=torch.empty(4, 5, dtype=E4)), error="'out' has shape", id="out-shape")
+
+
+def _pow2(g, shape):
+    """Scales that are powers of two, so the scaled sums stay exact before the bfloat16 rounding."""
+    return torch.pow(2.0, torch.randint(-2, 3, shape, generator=g.g).to(torch.float32))
+
+
+def _grouped(g, a_shape, b_shape, ends=None, **kw):
+    """_scaled_grouped_mm's arguments in the layout ATen's CUDA kernel takes: mat_a row-major,
+    mat_b column-major in its last two dimensions, row-wise scales shaped as ATen checks them
+    (1-D for a 2-D operand, times the groups when both are 2-D; [G, rows] for a 3-D one)."""
+    a = _f8(g, a_shape, E4)
+    b = _f8(g, tuple(b_shape[:-2]) + (b_shape[-1], b_shape[-2]), E4).transpose(-2, -1)
+    groups = len(ends) if ends is not None else a_shape[0]
+    both_2d = len(a_shape) == 2 and len(b_shape) == 2
+    sa_shape = (a_shape[0] * (groups if both_2d else 1),) if len(a_shape) == 2 else (a_shape[0], a_shape[1])
+    sb_shape = (b_shape[1] * (groups if both_2d else 1),) if len(b_shape) == 2 else (b_shape[0], b_shape[2])
+    args = dict(self=a, mat2=b, scale_a=_pow2(g, sa_shape), scale_b=_pow2(g, sb_shape),
+                offs=None if ends is None else torch.tensor(ends, dtype=torch.int32), bias=None, scale_result=None,
+                out_dtype=None, use_fast_accum=False)
+    args.update(kw)
+    return args
+
+
+@cases("_scaled_grouped_mm")
+def _scaled_grouped_mm(g):
+    """Only CUDA declares it. Group sizes respect ATen's CUTLASS kernel (split K: non-empty
+    multiples of 16; split columns: multiples of 8), and the last group ends at the split
+    dimension's end (ATen leaves what follows unwritten); tests/gpu/test_scaled_grouped_mm.py
+    covers the rest against a host reference."""
+    # ATen's kernel refuses the strided and offset layout variants (unit stride and 16-byte
+    # alignment required), so only the contiguous ones have a reference here.
+    tol = dict(rtol=2e-2, atol=2e-2, layouts=False)
+    yield Case(_grouped(g, (40, 32), (4, 32, 48), [8, 8, 30, 40]), id="2d-3d-empty-group", **tol)
+    yield Case(_grouped(g, (40, 32), (4, 32, 48), [8, 8, 30, 40], out_dtype=torch.bfloat16), id="2d-3d-bf16-out",
+               **tol)
+    yield Case(_grouped(g, (130, 64), (3, 64, 80), [0, 70, 130], use_fast_accum=True), id="2d-3d-fast-accum",
+               **tol)
+    yield Case(_grouped(g, (3, 32, 32), (32, 64), [16, 16, 64]), id="3d-2d-empty-group", **tol)
+    yield Case(_grouped(g, (32, 64), (64, 48), [16, 48, 64]), id="2d-2d", **tol)
+    yield Case(_grouped(g, (2, 16, 32), (2, 32, 48)), id="3d-3d", **tol)
+    yield Case(_grouped(g, (40, 32), (4, 32, 48), [8, 8, 30, 40], bias=torch.zeros(48, dtype=torch.bfloat16)),
+               error="bias is not supported", id="bias")
+    yield Case(_grouped(g, (2, 16, 32), (2, 32, 48), scale_result=torch.tensor(1.0)),
+               error="scale_result is not supported", id="scale-result")
+    yield Case(_grouped(g, (40, 32), (4, 32, 48), [8, 8, 30, 40], out_dtype=torch.float32),
+               error="out_dtype", id="float32-out")
+    yield Case(_grouped(g, (40, 32), (4, 32, 48)), error="offs is required", id="no-offs")
+    yield Case(_grouped(g, (2, 16, 32), (2, 32, 48), offs=torch.tensor([16, 32], dtype=torch.int32)),
+               error="must not be given", id="3d-3d-offs")
+    yield Case(_grouped(g, (40, 32), (4, 32, 48), [8, 8, 30, 40], offs=torch.tensor([8, 8, 30, 40])),
+               error="has to be int32", id="int64-offs")
+    yield Case(_grouped(g, (40, 32), (4, 32, 48), [8, 8, 30, 40], self=g.tensor((40, 32), torch.bfloat16)),
+               error="float8_e4m3fn", id="bf16-input")
+    yield Case(_grouped(g, (40, 32), (3, 32, 48), [8, 8, 30, 40]), error="numbers of groups", id="group-count")
+    yield Case(_grouped(g, (40, 32), (4, 32, 48), [8, 8, 30, 40], scale_a=torch.ones(40, 1)),
+               error="scale_a", id="scale-a-shape")
+    yield Case(_grouped(g, (40, 32), (4, 32, 48), [8, 8, 30, 40], scale_b=torch.ones(4, 48, dtype=torch.float64)),
+               error="must be float32", id="scale-b-dtype")
+    yield Case(_grouped(g, (40, 16), (4, 32, 48), [8, 8, 30, 40]), error="contraction", id="contraction")

@@ -309,6 +309,11 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHa
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_mm(AtenTensorHandle self, AtenTensorHandle mat2, AtenTensorHandle scale_a, AtenTensorHandle scale_b, AtenTensorHandle* bias, AtenTensorHandle* scale_result, int32_t* out_dtype, int32_t use_fast_accum, AtenTensorHandle* ret0);
 /// As _scaled_mm, into out ([m, n], any strides) (scaled_mm.cpp).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2, AtenTensorHandle scale_a, AtenTensorHandle scale_b, AtenTensorHandle* bias, AtenTensorHandle* scale_result, int32_t* out_dtype, int32_t use_fast_accum);
+/// Grouped float8 product of Mixture-of-Experts layers: self and mat2 float8 e4m3fn, 2-D or
+/// 3-D (offs int32 [G], the groups' cumulative ends, when one is 2-D), row-wise float32 scales
+/// as ATen's; *ret0 bfloat16 in ATen's layout. No bias or scale_result, as ATen; offs is read
+/// on the device only (scaled_grouped_mm.cpp).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_grouped_mm(AtenTensorHandle self, AtenTensorHandle mat2, AtenTensorHandle scale_a, AtenTensorHandle scale_b, AtenTensorHandle* offs, AtenTensorHandle* bias, AtenTensorHandle* scale_result, int32_t* out_dtype, int32_t use_fast_accum, AtenTensorHandle* ret0);
 
 // ---- FFT (fft.cpp): cuFFT, opened on first use; results strided as ATen's CUDA kernels'.
 /// n-d DFT of real float32/float64 `self` over `dim` (complex64/complex128);

@@ -8,73 +8,22 @@
 
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/kernels/element_convert.cuh"
+#include "devices/cuda/kernels/group_ends.cuh"
 #include "devices/cuda/kernels/grouped_mm_kernel.h"
 #include "devices/cuda/kernels/mma_m16n8k16.cuh"
 
 namespace kiln::cudadev {
 namespace {
 
-// ---- group ends -----------------------------------------------------------------
-
-__device__ inline int load_end(const GroupedMmParams& p, int64_t g) {
-  const int64_t v = p.offs_dtype == DType::Int64 ? static_cast<const int64_t*>(p.offs)[g * p.offs_stride]
-                                                 : static_cast<const int32_t*>(p.offs)[g * p.offs_stride];
-  return static_cast<int>(v < 0 ? 0 : (v > p.S ? p.S : v));
-}
-
-// ends[g] = max(clamp(offs[0..g], 0, S)): non-decreasing, within the rows, and
-// equal to offs when offs is valid. A block-wide inclusive max-scan: each
-// thread scans a contiguous chunk, the chunks' maxima are scanned across warps,
-// and each chunk is raised to the maximum of the chunks before it. All threads
-// of the block take part; ends is in shared memory afterwards.
-template <int kThreads>
-__device__ void load_group_ends(const GroupedMmParams& p, int* ends) {
-  __shared__ int warp_max[kThreads / 32];
-  const int tid = static_cast<int>(threadIdx.x), lane = tid % 32, warp = tid / 32;
-  const int groups = static_cast<int>(p.G);
-  const int per = (groups + kThreads - 1) / kThreads;
-  const int lo = min(tid * per, groups), hi = min(lo + per, groups);
-  int running = 0;
-  for (int g = lo; g < hi; ++g) {
-    running = max(running, load_end(p, g));
-    ends[g] = running;
-  }
-  int incl = running;  // inclusive max over this warp's threads up to this one
-#pragma unroll
-  for (int d = 1; d < 32; d *= 2) {
-    const int up = __shfl_up_sync(0xffffffffu, incl, d);
-    if (lane >= d) incl = max(incl, up);
-  }
-  int excl = __shfl_up_sync(0xffffffffu, incl, 1);
-  if (lane == 0) excl = 0;
-  if (lane == 31) warp_max[warp] = incl;
-  __syncthreads();
-  if (warp == 0) {
-    int v = lane < kThreads / 32 ? warp_max[lane] : 0;
-#pragma unroll
-    for (int d = 1; d < 32; d *= 2) {
-      const int up = __shfl_up_sync(0xffffffffu, v, d);
-      if (lane >= d) v = max(v, up);
-    }
-    if (lane < kThreads / 32) warp_max[lane] = v;
-  }
-  __syncthreads();
-  if (warp > 0) excl = max(excl, warp_max[warp - 1]);
-  for (int g = lo; g < hi; ++g) ends[g] = max(ends[g], excl);
-  __syncthreads();
-}
-
-// The group of row r: the first g with ends[g] > r (G when r is past the last group).
-__device__ inline int group_of_row(const int* ends, int groups, int r) {
-  int lo = 0, hi = groups;
-  while (lo < hi) {
-    const int mid = (lo + hi) / 2;
-    if (ends[mid] > r)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return lo;
+// The group ends: offs clamped to the rows (group_ends.cuh).
+__device__ inline GroupOffsets row_groups(const GroupedMmParams& p) {
+  GroupOffsets o;
+  o.offs = p.offs;
+  o.dtype = p.offs_dtype;
+  o.stride = p.offs_stride;
+  o.groups = p.G;
+  o.limit = p.S;
+  return o;
 }
 
 // ---- decode: one weight pass per group --------------------------------------------
@@ -102,7 +51,7 @@ __device__ inline float dot_vec(const uint4& a, const uint4& b, float acc) {
 template <typename T, bool VEC>
 __global__ void __launch_bounds__(kGemvThreads) grouped_gemv_kernel(const GroupedMmParams p) {
   extern __shared__ int gemv_ends[];
-  load_group_ends<kGemvThreads>(p, gemv_ends);
+  load_group_ends<kGemvThreads>(row_groups(p), gemv_ends);
   const int groups = static_cast<int>(p.G);
   const int slot = static_cast<int>(blockIdx.y);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
@@ -114,7 +63,7 @@ __global__ void __launch_bounds__(kGemvThreads) grouped_gemv_kernel(const Groupe
     if (lane == 0) out[static_cast<int64_t>(slot) * p.N + n] = from_float<T>(0.0f);
     return;
   }
-  const int g = group_of_row(gemv_ends, groups, slot);
+  const int g = group_of(gemv_ends, groups, slot);
   const int start = g > 0 ? gemv_ends[g - 1] : 0, end = gemv_ends[g];
   if (start != slot) return;  // another slot computes this group
   const T* x = static_cast<const T*>(p.x);
@@ -202,7 +151,7 @@ __global__ void __launch_bounds__(kTileThreads) grouped_tile_kernel(const Groupe
   T* As = reinterpret_cast<T*>(a_tile);
   T* Bs = reinterpret_cast<T*>(b_tile);
   extern __shared__ int tile_ends[];
-  load_group_ends<kTileThreads>(p, tile_ends);
+  load_group_ends<kTileThreads>(row_groups(p), tile_ends);
   const int groups = static_cast<int>(p.G);
   const int r0 = static_cast<int>(blockIdx.y) * kBM;
   const int r1 = min(r0 + kBM, static_cast<int>(p.S));
@@ -213,7 +162,7 @@ __global__ void __launch_bounds__(kTileThreads) grouped_tile_kernel(const Groupe
 
   // Every bound below comes from shared memory: the loop is uniform over the
   // block, so its barriers are reached by all threads.
-  for (int g = group_of_row(tile_ends, groups, r0); g < groups; ++g) {
+  for (int g = group_of(tile_ends, groups, r0); g < groups; ++g) {
     const int start = g > 0 ? tile_ends[g - 1] : 0;
     if (start >= r1) break;
     const int ga = max(start, r0), gb = min(tile_ends[g], r1);
