@@ -358,8 +358,8 @@ def _scaled_mm(g):
                error="float32 scalar", id="scale-result-double")
 
 
-def _scaled_mm_into_out(out, **kwargs):
-    return out.copy_(torch._scaled_mm(**kwargs))
+def _scaled_mm_into_out(out, self, **kwargs):
+    return out.copy_(torch._scaled_mm(self, **kwargs))
 
 
 @cases("_scaled_mm_out")
