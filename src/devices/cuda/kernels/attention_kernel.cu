@@ -51,6 +51,51 @@ __device__ inline float warp_sum(float v) {
 // kRowsPerWarp rows; per key tile, lane j scores key j against each row, the
 // warp updates the row's running max/sum, and lanes accumulate output columns
 // lane, lane+32, ... (kEvPerLane of them).
+// The rows and keys of one batch and the key range each of its query rows
+// sees (sequence layout: packed batches, alignment, window; see
+// AttentionParams). Query i sees key j when lo(i) <= j <= hi(i) and j < keys.
+struct BatchSpan {
+  int64_t q_off = 0, k_off = 0;  // first packed row of the batch's queries / keys
+  int64_t rows = 0, keys = 0;    // its query rows (at most L) and keys (at most S)
+  int64_t diag = 0;              // key index on query 0's diagonal
+  bool has_lo = false, has_hi = false;
+  int64_t lo_rel = 0, hi_rel = 0;  // lo(i) = i + diag - lo_rel, hi(i) = i + diag + hi_rel
+
+  __device__ int64_t lo(int64_t i) const { return has_lo ? i + diag - lo_rel : 0; }
+  __device__ int64_t hi(int64_t i) const { return has_hi ? i + diag + hi_rel : keys - 1; }
+  __device__ bool sees(int64_t i, int64_t key) const {
+    return key >= 0 && key < keys && key >= lo(i) && key <= hi(i);
+  }
+};
+
+__device__ inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+__device__ inline BatchSpan batch_span(const AttentionParams& p, int64_t b) {
+  BatchSpan s;
+  s.rows = p.L;
+  s.keys = p.S;
+  if (p.cu_seqlens_q != nullptr && p.cu_seqlens_k != nullptr) {
+    // Clamped so that malformed offsets cannot address past the packed rows.
+    s.q_off = clamp64(p.cu_seqlens_q[b], 0, p.q_rows);
+    s.k_off = clamp64(p.cu_seqlens_k[b], 0, p.k_rows);
+    s.rows = clamp64(static_cast<int64_t>(p.cu_seqlens_q[b + 1]) - s.q_off, 0, p.q_rows - s.q_off);
+    s.keys = clamp64(static_cast<int64_t>(p.cu_seqlens_k[b + 1]) - s.k_off, 0, p.k_rows - s.k_off);
+    if (s.rows > p.L) s.rows = p.L;
+    if (s.keys > p.S) s.keys = p.S;
+  }
+  s.diag = p.bottom_right ? s.keys - s.rows : 0;
+  s.has_lo = p.window_left >= 0;
+  s.lo_rel = p.window_left;
+  s.has_hi = p.causal || p.window_right >= 0;
+  s.hi_rel = p.window_right >= 0 ? p.window_right : 0;
+  if (p.causal && s.hi_rel > 0) s.hi_rel = 0;
+  return s;
+}
+
+// One block: kBlockM query rows of one (batch, head). Each warp owns
+// kRowsPerWarp rows; per key tile, lane j scores key j against each row, the
+// warp updates the row's running max/sum, and lanes accumulate output columns
+// lane, lane+32, ... (kEvPerLane of them).
 template <typename T, int kEvPerLane>
 __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, int64_t m_tiles) {
   extern __shared__ float smem[];
@@ -61,6 +106,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
   const int64_t hk = h / (p.Hq / p.Hk);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t m0 = tile * kBlockM;
+  const BatchSpan span = batch_span(p, b);
+  const int64_t rows = span.rows;
 
   float* q_s = smem;                          // [kBlockM][E]
   float* k_s = q_s + kBlockM * E;             // [kBlockN][E + 1] (padded: fewer bank conflicts)
@@ -70,13 +117,13 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
-  const int64_t q_base = b * p.q_strides[0] + h * p.q_strides[1];
-  const int64_t k_base = b * p.k_strides[0] + hk * p.k_strides[1];
-  const int64_t v_base = b * p.v_strides[0] + hk * p.v_strides[1];
+  const int64_t q_base = b * p.q_strides[0] + h * p.q_strides[1] + span.q_off * p.q_strides[2];
+  const int64_t k_base = b * p.k_strides[0] + hk * p.k_strides[1] + span.k_off * p.k_strides[2];
+  const int64_t v_base = b * p.v_strides[0] + hk * p.v_strides[1] + span.k_off * p.v_strides[2];
 
   for (int64_t idx = threadIdx.x; idx < kBlockM * E; idx += kThreads) {
     const int64_t r = idx / E, e = idx % E, i = m0 + r;
-    q_s[idx] = i < p.L ? load_f(q, q_base + i * p.q_strides[2] + e * p.q_strides[3]) : 0.0f;
+    q_s[idx] = i < rows ? load_f(q, q_base + i * p.q_strides[2] + e * p.q_strides[3]) : 0.0f;
   }
 
   float m_i[kRowsPerWarp], l_i[kRowsPerWarp], acc[kRowsPerWarp][kEvPerLane];
@@ -88,19 +135,25 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
     for (int t = 0; t < kEvPerLane; ++t) acc[r][t] = 0.0f;
   }
 
-  // Causal: no key past the block's last row can contribute.
-  int64_t n_end = p.S;
-  if (p.causal && m0 + kBlockM < n_end) n_end = m0 + kBlockM;
+  // Only keys some row of the block can see: the window's (or causal
+  // diagonal's) bounds at the block's first and last row. A block past the
+  // batch's rows walks none.
+  int64_t n_begin = 0, n_end = 0;
+  if (m0 < rows) {
+    const int64_t last = (m0 + kBlockM < rows ? m0 + kBlockM : rows) - 1;
+    n_begin = span.lo(m0) > 0 ? span.lo(m0) : 0;
+    n_end = span.hi(last) + 1 < span.keys ? span.hi(last) + 1 : span.keys;
+  }
 
-  for (int64_t n0 = 0; n0 < n_end; n0 += kBlockN) {
+  for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN) {
     __syncthreads();  // the previous tile is consumed (and q_s is written on the first pass)
     for (int64_t idx = threadIdx.x; idx < kBlockN * E; idx += kThreads) {
       const int64_t j = idx / E, e = idx % E, key = n0 + j;
-      k_s[j * (E + 1) + e] = key < p.S ? load_f(k, k_base + key * p.k_strides[2] + e * p.k_strides[3]) : 0.0f;
+      k_s[j * (E + 1) + e] = key < n_end ? load_f(k, k_base + key * p.k_strides[2] + e * p.k_strides[3]) : 0.0f;
     }
     for (int64_t idx = threadIdx.x; idx < kBlockN * Ev; idx += kThreads) {
       const int64_t j = idx / Ev, e = idx % Ev, key = n0 + j;
-      v_s[idx] = key < p.S ? load_f(v, v_base + key * p.v_strides[2] + e * p.v_strides[3]) : 0.0f;
+      v_s[idx] = key < n_end ? load_f(v, v_base + key * p.v_strides[2] + e * p.v_strides[3]) : 0.0f;
     }
     __syncthreads();
 
@@ -108,10 +161,10 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
     for (int r = 0; r < kRowsPerWarp; ++r) {
       const int row = warp * kRowsPerWarp + r;
       const int64_t i = m0 + row;
-      if (i >= p.L) continue;  // uniform across the warp
+      if (i >= rows) continue;  // uniform across the warp
       const int64_t key = n0 + lane;
       float s = -CUDART_INF_F;
-      if (key < p.S && !(p.causal && key > i)) {
+      if (key < n_end && span.sees(i, key)) {
         const float* qr = q_s + row * E;
         const float* kr = k_s + lane * (E + 1);
         float dot = 0.0f;
@@ -144,11 +197,16 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
   }
 
   T* out = static_cast<T*>(p.out);
-  const int64_t o_base = b * p.out_strides[0] + h * p.out_strides[1];
+  const int64_t o_base = b * p.out_strides[0] + h * p.out_strides[1] + span.q_off * p.out_strides[2];
+  const int64_t lse_base = b * p.lse_strides[0] + h * p.lse_strides[1] + (p.lse_packed ? span.q_off : 0) * p.lse_strides[2];
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int64_t i = m0 + warp * kRowsPerWarp + r;
-    if (i >= p.L) continue;
+    if (i >= rows) {
+      // Padding rows of the memory-efficient kernel's logsumexp.
+      if (p.lse != nullptr && lane == 0 && i < p.lse_rows) p.lse[lse_base + i * p.lse_strides[2]] = CUDART_INF_F;
+      continue;
+    }
     const float inv = l_i[r] > 0.0f ? 1.0f / l_i[r] : 0.0f;
 #pragma unroll
     for (int t = 0; t < kEvPerLane; ++t) {
@@ -156,14 +214,15 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
       if (e < Ev) store_f(out, o_base + i * p.out_strides[2] + e * p.out_strides[3], acc[r][t] * inv);
     }
     if (p.lse != nullptr && lane == 0)
-      p.lse[b * p.lse_strides[0] + h * p.lse_strides[1] + i * p.lse_strides[2]] =
-          l_i[r] > 0.0f ? m_i[r] + logf(l_i[r]) : -CUDART_INF_F;
+      p.lse[lse_base + i * p.lse_strides[2]] = l_i[r] > 0.0f ? m_i[r] + logf(l_i[r]) : p.lse_masked;
   }
 }
 
 template <typename T, int kEvPerLane>
 Error launch_typed(const AttentionParams& p, cudaStream_t stream) {
-  const int64_t m_tiles = (p.L + kBlockM - 1) / kBlockM;
+  // Enough row tiles for the query rows and for any logsumexp padding rows.
+  const int64_t rows = p.lse != nullptr && p.lse_rows > p.L ? p.lse_rows : p.L;
+  const int64_t m_tiles = (rows + kBlockM - 1) / kBlockM;
   const int64_t blocks = m_tiles * p.B * p.Hq;
   if (blocks > 0x7fffffff) return set_error(Error::NotSupported, "attention problem too large for one launch");
   const size_t smem = sizeof(float) * static_cast<size_t>(kBlockM * p.E + kBlockN * (p.E + 1) + kBlockN * p.Ev +
@@ -976,6 +1035,7 @@ Error launch_split_typed(const AttentionParams& p, const AttentionPlan& plan, vo
 // used); a grid within CUDA's y/z limits. q, out and the mask are read and
 // written through their strides, so their layout does not matter.
 const char* decode_unsupported(const AttentionParams& p) {
+  if (uses_sequence_layout(p)) return "decode attention takes no packed sequences, windows or lse layout options";
   if (p.dtype != DType::Float16 && p.dtype != DType::BFloat16) return "decode attention needs float16/bfloat16";
   if (p.Hk <= 0 || p.Hq % p.Hk != 0 || (p.Hq / p.Hk) * p.L > kDecodeRows)
     return "decode attention takes at most 16 query rows per key/value head";
@@ -1066,6 +1126,7 @@ AttentionPlan plan_attention(const AttentionParams& p, int sm_count, bool tensor
   if (p.B <= 0 || p.Hq <= 0 || p.Hk <= 0 || p.Hq % p.Hk != 0 || p.L <= 0 || p.S < 0 || p.Ev <= 0 ||
       p.E > kMaxAttentionHeadDim || p.Ev > kMaxAttentionHeadDim || sm_count <= 0)
     return plan;
+  if (uses_sequence_layout(p)) return plan;  // only the tiled kernel has per-batch spans and windows
   // Split only when the query is short and the tiled grid cannot give every
   // multiprocessor two blocks; then aim the split grid at that many blocks.
   // Otherwise the tensor-core kernel when it can take the call: its 64-row
@@ -1121,6 +1182,9 @@ Error launch_attention(const AttentionParams& p, const AttentionPlan& plan, void
       return set_error(Error::InvalidArgument, "attention plan asks for both the tensor-core and the split-KV kernel");
     return launch_mma_attention(p, stream);  // re-checks that the call fits the kernel
   }
+  if (plan.splits != 0 && uses_sequence_layout(p))
+    return set_error(Error::InvalidArgument,
+                     "attention with packed sequences, windows or lse layout options runs on the tiled kernel only");
   if (plan.splits < 0 || plan.splits > kMaxSplits || (plan.splits >= 1 && plan.chunk <= 0) ||
       (plan.splits > 1 && workspace == nullptr) || (plan.splits >= 1 && plan.chunk * plan.splits < visible_keys(p)))
     return set_error(Error::InvalidArgument, "attention plan (" + std::to_string(plan.splits) + " splits of " +

@@ -461,6 +461,7 @@ std::atomic<int8_t> g_available[kMaxDevices];  // 0: not asked yet, 1: yes, -1: 
 }  // namespace
 
 const char* mma_attention_unsupported(const AttentionParams& p) {
+  if (uses_sequence_layout(p)) return "it uses packed sequences, windows or an lse layout only the tiled kernel has";
   if (p.dtype != DType::Float16 && p.dtype != DType::BFloat16) return "its dtype is not float16 or bfloat16";
   if (p.E != p.Ev || (p.E != 64 && p.E != 128 && p.E != 256))
     return "its head dims are not 64/64, 128/128 or 256/256";
