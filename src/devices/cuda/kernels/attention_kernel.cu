@@ -10,6 +10,7 @@
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/kernels/attention_kernel.h"
 #include "devices/cuda/kernels/attention_mma_kernel.h"
+#include "devices/cuda/kernels/attention_span.cuh"
 #include "devices/cuda/kernels/element_convert.cuh"
 #include "devices/cuda/kernels/mma_m16n8k16.cuh"
 
@@ -45,51 +46,6 @@ __device__ inline float warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
-}
-
-// One block: kBlockM query rows of one (batch, head). Each warp owns
-// kRowsPerWarp rows; per key tile, lane j scores key j against each row, the
-// warp updates the row's running max/sum, and lanes accumulate output columns
-// lane, lane+32, ... (kEvPerLane of them).
-// The rows and keys of one batch and the key range each of its query rows
-// sees (sequence layout: packed batches, alignment, window; see
-// AttentionParams). Query i sees key j when lo(i) <= j <= hi(i) and j < keys.
-struct BatchSpan {
-  int64_t q_off = 0, k_off = 0;  // first packed row of the batch's queries / keys
-  int64_t rows = 0, keys = 0;    // its query rows (at most L) and keys (at most S)
-  int64_t diag = 0;              // key index on query 0's diagonal
-  bool has_lo = false, has_hi = false;
-  int64_t lo_rel = 0, hi_rel = 0;  // lo(i) = i + diag - lo_rel, hi(i) = i + diag + hi_rel
-
-  __device__ int64_t lo(int64_t i) const { return has_lo ? i + diag - lo_rel : 0; }
-  __device__ int64_t hi(int64_t i) const { return has_hi ? i + diag + hi_rel : keys - 1; }
-  __device__ bool sees(int64_t i, int64_t key) const {
-    return key >= 0 && key < keys && key >= lo(i) && key <= hi(i);
-  }
-};
-
-__device__ inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : (v > hi ? hi : v); }
-
-__device__ inline BatchSpan batch_span(const AttentionParams& p, int64_t b) {
-  BatchSpan s;
-  s.rows = p.L;
-  s.keys = p.S;
-  if (p.cu_seqlens_q != nullptr && p.cu_seqlens_k != nullptr) {
-    // Clamped so that malformed offsets cannot address past the packed rows.
-    s.q_off = clamp64(p.cu_seqlens_q[b], 0, p.q_rows);
-    s.k_off = clamp64(p.cu_seqlens_k[b], 0, p.k_rows);
-    s.rows = clamp64(static_cast<int64_t>(p.cu_seqlens_q[b + 1]) - s.q_off, 0, p.q_rows - s.q_off);
-    s.keys = clamp64(static_cast<int64_t>(p.cu_seqlens_k[b + 1]) - s.k_off, 0, p.k_rows - s.k_off);
-    if (s.rows > p.L) s.rows = p.L;
-    if (s.keys > p.S) s.keys = p.S;
-  }
-  s.diag = p.bottom_right ? s.keys - s.rows : 0;
-  s.has_lo = p.window_left >= 0;
-  s.lo_rel = p.window_left;
-  s.has_hi = p.causal || p.window_right >= 0;
-  s.hi_rel = p.window_right >= 0 ? p.window_right : 0;
-  if (p.causal && s.hi_rel > 0) s.hi_rel = 0;
-  return s;
 }
 
 // One block: kBlockM query rows of one (batch, head). Each warp owns
@@ -1126,7 +1082,12 @@ AttentionPlan plan_attention(const AttentionParams& p, int sm_count, bool tensor
   if (p.B <= 0 || p.Hq <= 0 || p.Hk <= 0 || p.Hq % p.Hk != 0 || p.L <= 0 || p.S < 0 || p.Ev <= 0 ||
       p.E > kMaxAttentionHeadDim || p.Ev > kMaxAttentionHeadDim || sm_count <= 0)
     return plan;
-  if (uses_sequence_layout(p)) return plan;  // only the tiled kernel has per-batch spans and windows
+  // Per-batch spans and windows: the tensor-core kernel when it can take the
+  // call, else the tiled one (split-KV and decode have neither).
+  if (uses_sequence_layout(p)) {
+    plan.tensor_core = tensor_cores && mma_attention_unsupported(p) == nullptr;
+    return plan;
+  }
   // Split only when the query is short and the tiled grid cannot give every
   // multiprocessor two blocks; then aim the split grid at that many blocks.
   // Otherwise the tensor-core kernel when it can take the call: its 64-row
@@ -1184,7 +1145,7 @@ Error launch_attention(const AttentionParams& p, const AttentionPlan& plan, void
   }
   if (plan.splits != 0 && uses_sequence_layout(p))
     return set_error(Error::InvalidArgument,
-                     "attention with packed sequences, windows or lse layout options runs on the tiled kernel only");
+                     "attention with packed sequences, windows or lse layout options has no split-KV kernel");
   if (plan.splits < 0 || plan.splits > kMaxSplits || (plan.splits >= 1 && plan.chunk <= 0) ||
       (plan.splits > 1 && workspace == nullptr) || (plan.splits >= 1 && plan.chunk * plan.splits < visible_keys(p)))
     return set_error(Error::InvalidArgument, "attention plan (" + std::to_string(plan.splits) + " splits of " +

@@ -56,8 +56,9 @@ struct AttentionParams {
   bool causal = false;
 
   // The rest serves the flash / memory-efficient attention ops, which take
-  // packed variable-length batches and sliding windows; only the tiled kernel
-  // implements it (see uses_sequence_layout).
+  // packed variable-length batches and sliding windows; the tiled and the
+  // tensor-core kernels implement it, split-KV and decode do not (see
+  // uses_sequence_layout).
 
   /// Packed variable-length batches (both or neither): batch b's queries are
   /// rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1 along q's and out's
@@ -86,7 +87,7 @@ struct AttentionParams {
 
 /// Whether `p` uses any of the fields above past `causal` (packed batches,
 /// bottom-right alignment, windows, lse layout options): such calls run on
-/// the tiled kernel only.
+/// the tensor-core or the tiled kernel, never split-KV or decode.
 inline bool uses_sequence_layout(const AttentionParams& p) {
   return p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr || p.bottom_right || p.window_left >= 0 ||
          p.window_right >= 0 || p.lse_packed || p.lse_rows > 0 ||
