@@ -197,6 +197,10 @@ def _efficient_forward(g):
                 k, v = g.tensor((2, lk, 4, 64), dt), g.tensor((2, lk, 4, 32), dt)
                 yield Case(_efficient_kwargs(q, k, v, mask_type, lse=mask_type != 1), check=_check_efficient,
                            layouts=False, id=f"{name}-dense{lq}x{lk}-mask{mask_type}")
+        # More queries than keys, causal from the bottom right: the first 4 rows see no key
+        # (zeros, and ATen's kernel gives them a logsumexp of 0).
+        q, k, v = g.tensor((2, 9, 4, 64), dt), g.tensor((2, 5, 4, 64), dt), g.tensor((2, 5, 4, 64), dt)
+        yield Case(_efficient_kwargs(q, k, v, 2), check=_check_efficient, layouts=False, id=f"{name}-dense9x5-mask2")
         # A bias row of 8 keys: ATen's kernel wants its rows 16-byte aligned.
         q, k, v = g.tensor((2, 5, 4, 64), dt), g.tensor((2, 8, 4, 64), dt), g.tensor((2, 8, 4, 64), dt)
         yield Case(_efficient_kwargs(q, k, v, 0, bias=g.tensor((2, 4, 5, 8), dt), scale=0.2), check=_check_efficient,

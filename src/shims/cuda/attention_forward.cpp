@@ -318,6 +318,12 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__efficient_attention_forward(
     p.causal = custom_mask_type != 0;
     // Bottom-right alignment equals top-left on a dense square batch.
     p.bottom_right = custom_mask_type == 2 && (packed || M != N);
+    // A row that sees no key: zeros and a logsumexp of 0 in ATen's kernel
+    // (it takes such a row's max as 0 and its sum as 1). Only a bias, packed
+    // batches, a bottom-right mask with more queries than keys or no keys at
+    // all can make one; otherwise the kernel's default stays, which keeps the
+    // split-KV and decode kernels available.
+    if (present(bias) || packed || (p.bottom_right && M > N) || N == 0) p.lse_masked = 0.0f;
 
     const int dev = q.device_index;
     const std::vector<int64_t> out_shape = {B, M, H, Kv};

@@ -131,7 +131,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attent
 /// [B + 1]), float16/bfloat16, grouped-query attention, causal and sliding
 /// windows aligned to the bottom right; dropout_p must be 0, seqused_k and
 /// alibi_slopes null. ret0 output (query's layout), ret1 logsumexp float32
-/// [B, H, S] dense or [H, total] packed (+inf for a row that sees no key),
+/// [B, H, Sq] dense or [H, total] packed (+inf for a row that sees no key),
 /// ret2/ret3 zero CPU uint64 [2] / [], ret4 empty debug mask.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__flash_attention_forward(
     AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* cum_seq_q,
@@ -145,7 +145,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__flash_attention_forward(
 /// from the top left, 2 from the bottom right; an additive or boolean bias
 /// (dense only); dropout_p 0, seqlen_k null, no window. ret0 output
 /// [B, M, H, Kv] contiguous, ret1 logsumexp [batches, H, ceil(max_q/32)*32]
-/// ([.., .., 0] without compute_log_sumexp; +inf past each batch's queries),
+/// ([.., .., 0] without compute_log_sumexp; 0 for a row that sees no key,
+/// +inf past each batch's queries),
 /// ret2/ret3 zero CPU int64 seed/offset, ret4/ret5 max query/key lengths.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__efficient_attention_forward(
     AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* bias,
