@@ -220,10 +220,11 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__flash_attention_forward(
     }
     if (q.numel() > 0) KILN_RETURN_IF_ERROR(run_attention(p, dev));
 
-    // rng_state (uint64[2]) and the unused uint64 scalar as ATen returns them
-    // without dropout (host tensors), zero; the debug mask empty.
-    KILN_ASSIGN_OR_RETURN(OwnedHandle rng, zero_cpu_tensor({2}, DType::UInt64));
-    KILN_ASSIGN_OR_RETURN(OwnedHandle unused, zero_cpu_tensor({}, DType::UInt64));
+    // rng_state (uint64 [2]) and the unused uint64 scalar on the query's
+    // device, as ATen's flash kernel allocates them whether or not it runs
+    // dropout, here zero; the debug mask empty.
+    KILN_ASSIGN_OR_RETURN(OwnedHandle rng, zero_cuda_tensor({2}, DType::UInt64, dev));
+    KILN_ASSIGN_OR_RETURN(OwnedHandle unused, zero_cuda_tensor({}, DType::UInt64, dev));
     KILN_ASSIGN_OR_RETURN(OwnedHandle debug, new_cuda_tensor({0}, {1}, q.dtype, dev));
     give(ret0, out);
     give(ret1, lse);

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string>
 
+#include "devices/cuda/cuda_check.h"
 #include "devices/cuda/device/cuda_thread_state.h"
 #include "devices/cuda/device/device_attributes.h"
 #include "devices/cuda/kernels/attention_mma_kernel.h"
@@ -54,6 +55,23 @@ Result<OwnedHandle> zero_cpu_tensor(std::vector<int64_t> sizes, DType dtype) {
   int64_t n = 1;
   for (int64_t s : sizes) n *= s;
   if (n > 0 && data != nullptr) std::memset(data, 0, static_cast<size_t>(n) * element_size(dtype));
+  return h;
+}
+
+Result<OwnedHandle> zero_cuda_tensor(std::vector<int64_t> sizes, DType dtype, int device) {
+  const auto strides = contiguous_strides(sizes);
+  KILN_ASSIGN_OR_RETURN(OwnedHandle h, new_tensor(sizes, strides, dtype, kCuda, device));
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  if (n > 0) {
+    void* data = nullptr;
+    if (aoti_torch_get_data_ptr(h.get(), &data) != 0)
+      return set_error(Error::Internal, "reading a CUDA tensor's data");
+    ScopedDevice scoped(device);
+    KILN_RETURN_IF_ERROR(scoped.status());
+    KILN_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(data, 0, static_cast<size_t>(n) * element_size(dtype), current_stream(device)));
+  }
   return h;
 }
 

@@ -22,6 +22,9 @@ std::vector<int64_t> attention_like_query(const TensorRef& q, const std::vector<
 /// meaningful with dropout).
 Result<OwnedHandle> zero_cpu_tensor(std::vector<int64_t> sizes, DType dtype);
 
+/// A zero-filled CUDA tensor on `device` (cleared on its current stream).
+Result<OwnedHandle> zero_cuda_tensor(std::vector<int64_t> sizes, DType dtype, int device);
+
 /// A new uninitialised CUDA tensor on `device`.
 Result<OwnedHandle> new_cuda_tensor(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides,
                                     DType dtype, int device);

@@ -132,7 +132,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attent
 /// windows aligned to the bottom right; dropout_p must be 0, seqused_k and
 /// alibi_slopes null. ret0 output (query's layout), ret1 logsumexp float32
 /// [B, H, Sq] dense or [H, total] packed (+inf for a row that sees no key),
-/// ret2/ret3 zero CPU uint64 [2] / [], ret4 empty debug mask.
+/// ret2/ret3 zero CUDA uint64 [2] / [], ret4 empty debug mask.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__flash_attention_forward(
     AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* cum_seq_q,
     AtenTensorHandle* cum_seq_k, int64_t max_q, int64_t max_k, double dropout_p, int32_t is_causal,
