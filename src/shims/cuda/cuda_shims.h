@@ -126,6 +126,35 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attent
     AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4,
     int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8);
 
+/// aten::_flash_attention_forward (attention_forward.cpp): dense
+/// [B, S, H, D] or packed [total, H, D] inputs (cum_seq_q/cum_seq_k int32
+/// [B + 1]), float16/bfloat16, grouped-query attention, causal and sliding
+/// windows aligned to the bottom right; dropout_p must be 0, seqused_k and
+/// alibi_slopes null. ret0 output (query's layout), ret1 logsumexp float32
+/// [B, H, Sq] dense or [H, total] packed (+inf for a row that sees no key),
+/// ret2/ret3 zero CUDA uint64 [2] / [], ret4 empty debug mask.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__flash_attention_forward(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* cum_seq_q,
+    AtenTensorHandle* cum_seq_k, int64_t max_q, int64_t max_k, double dropout_p, int32_t is_causal,
+    int32_t return_debug_mask, double* scale, int64_t* window_size_left, int64_t* window_size_right,
+    AtenTensorHandle* seqused_k, AtenTensorHandle* alibi_slopes, AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+    AtenTensorHandle* ret2, AtenTensorHandle* ret3, AtenTensorHandle* ret4);
+/// aten::_efficient_attention_forward (attention_forward.cpp): [B, M, H, K]
+/// inputs, packed along M with B = 1 when cu_seqlens_q/cu_seqlens_k (int32)
+/// are given; float32/float16/bfloat16; custom_mask_type 0 none, 1 causal
+/// from the top left, 2 from the bottom right; an additive or boolean bias
+/// (dense only); dropout_p 0, seqlen_k null, no window. ret0 output
+/// [B, M, H, Kv] contiguous, ret1 logsumexp [batches, H, ceil(max_q/32)*32]
+/// ([.., .., 0] without compute_log_sumexp; 0 for a row that sees no key,
+/// +inf past each batch's queries),
+/// ret2/ret3 zero CPU int64 seed/offset, ret4/ret5 max query/key lengths.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__efficient_attention_forward(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* bias,
+    AtenTensorHandle* cu_seqlens_q, AtenTensorHandle* cu_seqlens_k, int64_t* max_seqlen_q, int64_t* max_seqlen_k,
+    double dropout_p, int64_t custom_mask_type, int32_t compute_log_sumexp, double* scale,
+    AtenTensorHandle* seqlen_k, int64_t* window_size, AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+    AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5);
+
 // ---- Recurrent networks (cudnn_rnn.cpp, fused_lstm_cell.cpp): forward only.
 /// aten::_cudnn_rnn for inference: RNN tanh/ReLU, LSTM (with projection), GRU (mode:
 /// cuDNN's numbering 0-3); layers, bidirectional, batch_first, packed sequences

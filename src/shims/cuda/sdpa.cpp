@@ -3,10 +3,7 @@
 // the outputs its ATen signature has, with the shapes, dtypes and strides of
 // ATen's meta functions (the layouts the compiled model was generated
 // against); the random-number outputs are zero, since dropout must be 0.
-#include <algorithm>
 #include <cmath>
-#include <cstring>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -14,49 +11,14 @@
 #include "devices/cuda/cuda_check.h"
 #include "shims/cuda/cuda_shims.h"
 #include "devices/cuda/device/cuda_thread_state.h"
-#include "devices/cuda/device/device_attributes.h"
 #include "devices/cuda/kernels/attention_kernel.h"
-#include "devices/cuda/kernels/attention_mma_kernel.h"
+#include "shims/cuda/attention_util.h"
 #include "shims/cuda/tensor_ref.h"
 
 using namespace kiln;
 using namespace kiln::cudadev;
 
 namespace {
-
-constexpr int32_t kCuda = static_cast<int32_t>(DeviceType::CUDA);
-constexpr int32_t kCpu = static_cast<int32_t>(DeviceType::CPU);
-
-// Dense, non-overlapping strides (in some dimension order)?
-bool non_overlapping_and_dense(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
-  std::vector<size_t> dims(sizes.size());
-  std::iota(dims.begin(), dims.end(), 0);
-  std::stable_sort(dims.begin(), dims.end(), [&](size_t a, size_t b) { return strides[a] < strides[b]; });
-  int64_t expected = 1;
-  for (size_t d : dims) {
-    if (sizes[d] == 1) continue;
-    if (strides[d] != expected) return false;
-    expected *= sizes[d];
-  }
-  return true;
-}
-
-// Dense strides for `shape` that keep `like`'s dimension order (outermost =
-// largest stride; ties keep dimension order), as ATen's
-// alloc_with_matching_layout does.
-std::vector<int64_t> strides_matching(const std::vector<int64_t>& shape, const std::vector<int64_t>& like) {
-  std::vector<int> order(shape.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return like[a] > like[b]; });
-  return dense_strides_in_order(shape, order);
-}
-
-// empty_like(query)'s strides for a result of `shape`: query's own when it has
-// the same shape and is dense, else a dense layout in query's dimension order.
-std::vector<int64_t> like_query(const TensorRef& q, const std::vector<int64_t>& shape) {
-  if (shape == q.sizes && non_overlapping_and_dense(q.sizes, q.strides)) return q.strides;
-  return strides_matching(shape, q.strides);
-}
 
 struct Sdpa {
   TensorRef q, k, v;
@@ -95,11 +57,7 @@ Error read_sdpa(AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle v
                              : (s.E > 0 ? static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.E))) : 1.0f);
   if (attn_bias != nullptr && *attn_bias != nullptr) {
     KILN_ASSIGN_OR_RETURN(s.bias, read_tensor(*attn_bias, "attn_bias"));
-    if (s.bias.dtype != DType::Bool && s.bias.dtype != DType::Float32 && s.bias.dtype != s.q.dtype)
-      return set_error(Error::NotSupported, std::string("attn_bias of dtype ") + dtype_name(s.bias.dtype) +
-                                                " (expected bool, float32 or the query's dtype)");
-    if (s.bias.device_index != s.q.device_index || s.bias.dim() > 4)
-      return set_error(Error::InvalidArgument, "attn_bias " + s.bias.describe() + " is not usable here");
+    KILN_RETURN_IF_ERROR(check_attention_bias(s.bias, s.q, "attn_bias"));
     s.has_bias = true;
   }
   return Error::Ok;
@@ -130,56 +88,8 @@ Error run_sdpa(const Sdpa& s, bool causal, const TensorRef& out, float* lse, con
     p.out_strides[d] = out.strides[d];
   }
   for (int d = 0; d < 3; ++d) p.lse_strides[d] = lse_strides ? lse_strides[d] : 0;
-  if (s.has_bias) {
-    // Broadcast the bias to [B, Hq, L, S]: right-aligned, size-1 dims get stride 0.
-    const int64_t full[4] = {s.B, s.Hq, s.L, s.S};
-    const size_t lead = 4 - s.bias.sizes.size();
-    for (size_t d = 0; d < 4; ++d) {
-      if (d < lead) {
-        p.bias_strides[d] = 0;
-        continue;
-      }
-      const int64_t size = s.bias.sizes[d - lead];
-      if (size == full[d]) {
-        p.bias_strides[d] = s.bias.strides[d - lead];
-      } else if (size == 1) {
-        p.bias_strides[d] = 0;
-      } else {
-        return set_error(Error::InvalidArgument, "attn_bias " + s.bias.describe() + " does not broadcast to [" +
-                                                     std::to_string(s.B) + ", " + std::to_string(s.Hq) + ", " +
-                                                     std::to_string(s.L) + ", " + std::to_string(s.S) + "]");
-      }
-    }
-    p.bias = s.bias.data;
-    p.bias_dtype = s.bias.dtype;
-  }
-  const int device = s.q.device_index;
-  ScopedDevice scoped(device);
-  KILN_RETURN_IF_ERROR(scoped.status());
-  const cudaStream_t stream = current_stream(device);
-  KILN_ASSIGN_OR_RETURN(const int sm_count, multiprocessor_count(device));
-  KILN_ASSIGN_OR_RETURN(const bool tensor_cores, mma_attention_available(device));
-  const AttentionPlan plan = plan_attention(p, sm_count, tensor_cores);
-  // Split-KV scratch (partial results per key chunk): from the caching
-  // allocator on the op's stream, so freeing it at scope exit is ordered
-  // after the kernels queued below.
-  DeviceBuffer workspace;
-  if (plan.workspace_bytes > 0) {
-    KILN_ASSIGN_OR_RETURN(workspace, DeviceBuffer::allocate(plan.workspace_bytes, device, stream));
-  }
-  return launch_attention(p, plan, workspace.get(), stream);
-}
-
-// A zero-filled CPU tensor (the philox seed/offset outputs).
-Result<OwnedHandle> zero_cpu_tensor(std::vector<int64_t> sizes, DType dtype) {
-  const auto strides = contiguous_strides(sizes);
-  KILN_ASSIGN_OR_RETURN(OwnedHandle h, new_tensor(sizes, strides, dtype, kCpu, 0));
-  void* data = nullptr;
-  if (aoti_torch_get_data_ptr(h.get(), &data) != 0) return set_error(Error::Internal, "reading a CPU tensor's data");
-  int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
-  if (n > 0 && data != nullptr) std::memset(data, 0, static_cast<size_t>(n) * element_size(dtype));
-  return h;
+  if (s.has_bias) KILN_RETURN_IF_ERROR(set_attention_bias(s.bias, "attn_bias", p));
+  return run_attention(p, s.q.device_index);
 }
 
 void give(AtenTensorHandle* ret, OwnedHandle& h) {
@@ -211,11 +121,6 @@ Error give_flash_style(const Sdpa& s, FlashStyleResults& r, AtenTensorHandle* re
   return Error::Ok;
 }
 
-Result<OwnedHandle> new_cuda(const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides, DType dtype,
-                             int device) {
-  return new_tensor(sizes, strides, dtype, kCuda, device);
-}
-
 }  // namespace
 
 extern "C" {
@@ -241,10 +146,10 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attent
                            "(torch's scaled_dot_product_attention never selects the flash kernel for it)");
     const int dev = s.q.device_index;
     const std::vector<int64_t> out_shape = {s.B, s.Hq, s.L, s.Ev};
-    KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_cuda(out_shape, like_query(s.q, out_shape), s.q.dtype, dev));
+    KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_cuda_tensor(out_shape, attention_like_query(s.q, out_shape), s.q.dtype, dev));
     const std::vector<int64_t> lse_shape = {s.B, s.Hq, s.L};
     const auto lse_strides = contiguous_strides(lse_shape);
-    KILN_ASSIGN_OR_RETURN(OwnedHandle lse, new_cuda(lse_shape, lse_strides, DType::Float32, dev));
+    KILN_ASSIGN_OR_RETURN(OwnedHandle lse, new_cuda_tensor(lse_shape, lse_strides, DType::Float32, dev));
     KILN_ASSIGN_OR_RETURN(TensorRef out_ref, read_tensor(out.get(), "output"));
     KILN_ASSIGN_OR_RETURN(TensorRef lse_ref, read_tensor(lse.get(), "logsumexp"));
     KILN_RETURN_IF_ERROR(run_sdpa(s, is_causal != 0, out_ref, static_cast<float*>(lse_ref.data), lse_strides.data()));
@@ -253,7 +158,7 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attent
     FlashStyleResults r{std::move(out), std::move(lse), {}, {}, {}};
     KILN_ASSIGN_OR_RETURN(r.seed, zero_cpu_tensor({2}, DType::UInt64));
     KILN_ASSIGN_OR_RETURN(r.offset, zero_cpu_tensor({}, DType::UInt64));
-    KILN_ASSIGN_OR_RETURN(r.debug, new_cuda({0}, {1}, s.q.dtype, dev));
+    KILN_ASSIGN_OR_RETURN(r.debug, new_cuda_tensor({0}, {1}, s.q.dtype, dev));
     return give_flash_style(s, r, ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8);
   });
 }
@@ -269,12 +174,12 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_at
     // ATen allocates [B, L, H, Ev] and returns it transposed to [B, H, L, Ev].
     const std::vector<int64_t> out_shape = {s.B, s.Hq, s.L, s.Ev};
     const std::vector<int64_t> out_strides = {s.L * s.Hq * s.Ev, s.Ev, s.Hq * s.Ev, 1};
-    KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_cuda(out_shape, out_strides, s.q.dtype, dev));
+    KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_cuda_tensor(out_shape, out_strides, s.q.dtype, dev));
     // logsumexp rows are padded to a multiple of 32 (empty without compute_log_sumexp).
     const int64_t lse_len = compute_log_sumexp ? (s.L + 31) / 32 * 32 : 0;
     const std::vector<int64_t> lse_shape = {s.B, s.Hq, lse_len};
     const auto lse_strides = contiguous_strides(lse_shape);
-    KILN_ASSIGN_OR_RETURN(OwnedHandle lse, new_cuda(lse_shape, lse_strides, DType::Float32, dev));
+    KILN_ASSIGN_OR_RETURN(OwnedHandle lse, new_cuda_tensor(lse_shape, lse_strides, DType::Float32, dev));
     KILN_ASSIGN_OR_RETURN(TensorRef out_ref, read_tensor(out.get(), "output"));
     float* lse_ptr = nullptr;
     if (compute_log_sumexp && s.B * s.Hq * lse_len > 0) {
@@ -310,11 +215,11 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attent
     KILN_RETURN_IF_ERROR(read_sdpa(query, key, value, attn_bias, dropout_p, scale, s));
     const int dev = s.q.device_index;
     const std::vector<int64_t> out_shape = {s.B, s.Hq, s.L, s.Ev};
-    KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_cuda(out_shape, like_query(s.q, out_shape), s.q.dtype, dev));
+    KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_cuda_tensor(out_shape, attention_like_query(s.q, out_shape), s.q.dtype, dev));
     // ATen's meta allocates logsumexp [B, H, L, 1] whether or not it is asked for.
     const std::vector<int64_t> lse_shape = {s.B, s.Hq, s.L, 1};
     const auto lse_full_strides = contiguous_strides(lse_shape);
-    KILN_ASSIGN_OR_RETURN(OwnedHandle lse, new_cuda(lse_shape, lse_full_strides, DType::Float32, dev));
+    KILN_ASSIGN_OR_RETURN(OwnedHandle lse, new_cuda_tensor(lse_shape, lse_full_strides, DType::Float32, dev));
     KILN_ASSIGN_OR_RETURN(TensorRef out_ref, read_tensor(out.get(), "output"));
     KILN_ASSIGN_OR_RETURN(TensorRef lse_ref, read_tensor(lse.get(), "logsumexp"));
     const int64_t lse_strides[3] = {lse_full_strides[0], lse_full_strides[1], lse_full_strides[2]};

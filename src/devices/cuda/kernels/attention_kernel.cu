@@ -10,6 +10,7 @@
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/kernels/attention_kernel.h"
 #include "devices/cuda/kernels/attention_mma_kernel.h"
+#include "devices/cuda/kernels/attention_span.cuh"
 #include "devices/cuda/kernels/element_convert.cuh"
 #include "devices/cuda/kernels/mma_m16n8k16.cuh"
 
@@ -61,6 +62,8 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
   const int64_t hk = h / (p.Hq / p.Hk);
   const int warp = static_cast<int>(threadIdx.x) / 32, lane = static_cast<int>(threadIdx.x) % 32;
   const int64_t m0 = tile * kBlockM;
+  const BatchSpan span = batch_span(p, b);
+  const int64_t rows = span.rows;
 
   float* q_s = smem;                          // [kBlockM][E]
   float* k_s = q_s + kBlockM * E;             // [kBlockN][E + 1] (padded: fewer bank conflicts)
@@ -70,13 +73,13 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
   const T* q = static_cast<const T*>(p.q);
   const T* k = static_cast<const T*>(p.k);
   const T* v = static_cast<const T*>(p.v);
-  const int64_t q_base = b * p.q_strides[0] + h * p.q_strides[1];
-  const int64_t k_base = b * p.k_strides[0] + hk * p.k_strides[1];
-  const int64_t v_base = b * p.v_strides[0] + hk * p.v_strides[1];
+  const int64_t q_base = b * p.q_strides[0] + h * p.q_strides[1] + span.q_off * p.q_strides[2];
+  const int64_t k_base = b * p.k_strides[0] + hk * p.k_strides[1] + span.k_off * p.k_strides[2];
+  const int64_t v_base = b * p.v_strides[0] + hk * p.v_strides[1] + span.k_off * p.v_strides[2];
 
   for (int64_t idx = threadIdx.x; idx < kBlockM * E; idx += kThreads) {
     const int64_t r = idx / E, e = idx % E, i = m0 + r;
-    q_s[idx] = i < p.L ? load_f(q, q_base + i * p.q_strides[2] + e * p.q_strides[3]) : 0.0f;
+    q_s[idx] = i < rows ? load_f(q, q_base + i * p.q_strides[2] + e * p.q_strides[3]) : 0.0f;
   }
 
   float m_i[kRowsPerWarp], l_i[kRowsPerWarp], acc[kRowsPerWarp][kEvPerLane];
@@ -88,19 +91,25 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
     for (int t = 0; t < kEvPerLane; ++t) acc[r][t] = 0.0f;
   }
 
-  // Causal: no key past the block's last row can contribute.
-  int64_t n_end = p.S;
-  if (p.causal && m0 + kBlockM < n_end) n_end = m0 + kBlockM;
+  // Only keys some row of the block can see: the window's (or causal
+  // diagonal's) bounds at the block's first and last row. A block past the
+  // batch's rows walks none.
+  int64_t n_begin = 0, n_end = 0;
+  if (m0 < rows) {
+    const int64_t last = (m0 + kBlockM < rows ? m0 + kBlockM : rows) - 1;
+    n_begin = span.lo(m0) > 0 ? span.lo(m0) : 0;
+    n_end = span.hi(last) + 1 < span.keys ? span.hi(last) + 1 : span.keys;
+  }
 
-  for (int64_t n0 = 0; n0 < n_end; n0 += kBlockN) {
+  for (int64_t n0 = n_begin; n0 < n_end; n0 += kBlockN) {
     __syncthreads();  // the previous tile is consumed (and q_s is written on the first pass)
     for (int64_t idx = threadIdx.x; idx < kBlockN * E; idx += kThreads) {
       const int64_t j = idx / E, e = idx % E, key = n0 + j;
-      k_s[j * (E + 1) + e] = key < p.S ? load_f(k, k_base + key * p.k_strides[2] + e * p.k_strides[3]) : 0.0f;
+      k_s[j * (E + 1) + e] = key < n_end ? load_f(k, k_base + key * p.k_strides[2] + e * p.k_strides[3]) : 0.0f;
     }
     for (int64_t idx = threadIdx.x; idx < kBlockN * Ev; idx += kThreads) {
       const int64_t j = idx / Ev, e = idx % Ev, key = n0 + j;
-      v_s[idx] = key < p.S ? load_f(v, v_base + key * p.v_strides[2] + e * p.v_strides[3]) : 0.0f;
+      v_s[idx] = key < n_end ? load_f(v, v_base + key * p.v_strides[2] + e * p.v_strides[3]) : 0.0f;
     }
     __syncthreads();
 
@@ -108,10 +117,10 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
     for (int r = 0; r < kRowsPerWarp; ++r) {
       const int row = warp * kRowsPerWarp + r;
       const int64_t i = m0 + row;
-      if (i >= p.L) continue;  // uniform across the warp
+      if (i >= rows) continue;  // uniform across the warp
       const int64_t key = n0 + lane;
       float s = -CUDART_INF_F;
-      if (key < p.S && !(p.causal && key > i)) {
+      if (key < n_end && span.sees(i, key)) {
         const float* qr = q_s + row * E;
         const float* kr = k_s + lane * (E + 1);
         float dot = 0.0f;
@@ -144,11 +153,16 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
   }
 
   T* out = static_cast<T*>(p.out);
-  const int64_t o_base = b * p.out_strides[0] + h * p.out_strides[1];
+  const int64_t o_base = b * p.out_strides[0] + h * p.out_strides[1] + span.q_off * p.out_strides[2];
+  const int64_t lse_base = b * p.lse_strides[0] + h * p.lse_strides[1] + (p.lse_packed ? span.q_off : 0) * p.lse_strides[2];
 #pragma unroll
   for (int r = 0; r < kRowsPerWarp; ++r) {
     const int64_t i = m0 + warp * kRowsPerWarp + r;
-    if (i >= p.L) continue;
+    if (i >= rows) {
+      // Padding rows of the memory-efficient kernel's logsumexp.
+      if (p.lse != nullptr && lane == 0 && i < p.lse_rows) p.lse[lse_base + i * p.lse_strides[2]] = CUDART_INF_F;
+      continue;
+    }
     const float inv = l_i[r] > 0.0f ? 1.0f / l_i[r] : 0.0f;
 #pragma unroll
     for (int t = 0; t < kEvPerLane; ++t) {
@@ -156,14 +170,15 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(AttentionParams p, 
       if (e < Ev) store_f(out, o_base + i * p.out_strides[2] + e * p.out_strides[3], acc[r][t] * inv);
     }
     if (p.lse != nullptr && lane == 0)
-      p.lse[b * p.lse_strides[0] + h * p.lse_strides[1] + i * p.lse_strides[2]] =
-          l_i[r] > 0.0f ? m_i[r] + logf(l_i[r]) : -CUDART_INF_F;
+      p.lse[lse_base + i * p.lse_strides[2]] = l_i[r] > 0.0f ? m_i[r] + logf(l_i[r]) : p.lse_masked;
   }
 }
 
 template <typename T, int kEvPerLane>
 Error launch_typed(const AttentionParams& p, cudaStream_t stream) {
-  const int64_t m_tiles = (p.L + kBlockM - 1) / kBlockM;
+  // Enough row tiles for the query rows and for any logsumexp padding rows.
+  const int64_t rows = p.lse != nullptr && p.lse_rows > p.L ? p.lse_rows : p.L;
+  const int64_t m_tiles = (rows + kBlockM - 1) / kBlockM;
   const int64_t blocks = m_tiles * p.B * p.Hq;
   if (blocks > 0x7fffffff) return set_error(Error::NotSupported, "attention problem too large for one launch");
   const size_t smem = sizeof(float) * static_cast<size_t>(kBlockM * p.E + kBlockN * (p.E + 1) + kBlockN * p.Ev +
@@ -976,6 +991,7 @@ Error launch_split_typed(const AttentionParams& p, const AttentionPlan& plan, vo
 // used); a grid within CUDA's y/z limits. q, out and the mask are read and
 // written through their strides, so their layout does not matter.
 const char* decode_unsupported(const AttentionParams& p) {
+  if (uses_sequence_layout(p)) return "decode attention takes no packed sequences, windows or lse layout options";
   if (p.dtype != DType::Float16 && p.dtype != DType::BFloat16) return "decode attention needs float16/bfloat16";
   if (p.Hk <= 0 || p.Hq % p.Hk != 0 || (p.Hq / p.Hk) * p.L > kDecodeRows)
     return "decode attention takes at most 16 query rows per key/value head";
@@ -1066,6 +1082,12 @@ AttentionPlan plan_attention(const AttentionParams& p, int sm_count, bool tensor
   if (p.B <= 0 || p.Hq <= 0 || p.Hk <= 0 || p.Hq % p.Hk != 0 || p.L <= 0 || p.S < 0 || p.Ev <= 0 ||
       p.E > kMaxAttentionHeadDim || p.Ev > kMaxAttentionHeadDim || sm_count <= 0)
     return plan;
+  // Per-batch spans and windows: the tensor-core kernel when it can take the
+  // call, else the tiled one (split-KV and decode have neither).
+  if (uses_sequence_layout(p)) {
+    plan.tensor_core = tensor_cores && mma_attention_unsupported(p) == nullptr;
+    return plan;
+  }
   // Split only when the query is short and the tiled grid cannot give every
   // multiprocessor two blocks; then aim the split grid at that many blocks.
   // Otherwise the tensor-core kernel when it can take the call: its 64-row
@@ -1121,6 +1143,9 @@ Error launch_attention(const AttentionParams& p, const AttentionPlan& plan, void
       return set_error(Error::InvalidArgument, "attention plan asks for both the tensor-core and the split-KV kernel");
     return launch_mma_attention(p, stream);  // re-checks that the call fits the kernel
   }
+  if (plan.splits != 0 && uses_sequence_layout(p))
+    return set_error(Error::InvalidArgument,
+                     "attention with packed sequences, windows or lse layout options has no split-KV kernel");
   if (plan.splits < 0 || plan.splits > kMaxSplits || (plan.splits >= 1 && plan.chunk <= 0) ||
       (plan.splits > 1 && workspace == nullptr) || (plan.splits >= 1 && plan.chunk * plan.splits < visible_keys(p)))
     return set_error(Error::InvalidArgument, "attention plan (" + std::to_string(plan.splits) + " splits of " +

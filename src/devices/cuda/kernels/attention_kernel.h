@@ -30,6 +30,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <limits>
 
 #include "kiln/dtype.h"
 #include "kiln/error.h"
@@ -53,7 +54,45 @@ struct AttentionParams {
   int64_t lse_strides[3] = {};
   float scale = 1.0f;
   bool causal = false;
+
+  // The rest serves the flash / memory-efficient attention ops, which take
+  // packed variable-length batches and sliding windows; the tiled and the
+  // tensor-core kernels implement it, split-KV and decode do not (see
+  // uses_sequence_layout).
+
+  /// Packed variable-length batches (both or neither): batch b's queries are
+  /// rows cu_seqlens_q[b] .. cu_seqlens_q[b + 1] - 1 along q's and out's
+  /// sequence dimension (strides[2]), its keys likewise; int32 [B + 1] on the
+  /// device. L and S are then the longest query/key lengths (the grid covers
+  /// L rows per batch), and q_rows / k_rows the packed row counts, which clamp
+  /// malformed offsets so that no access leaves the tensors.
+  const int32_t* cu_seqlens_q = nullptr;
+  const int32_t* cu_seqlens_k = nullptr;
+  int64_t q_rows = 0, k_rows = 0;
+  /// Causal diagonal and window aligned to each batch's last query and key
+  /// (offset = keys - queries), as the flash kernel does, instead of its first.
+  bool bottom_right = false;
+  /// Sliding window: query i sees key j only when j >= i + offset - window_left
+  /// (window_left >= 0) and j <= i + offset + window_right (window_right >= 0);
+  /// -1 leaves that side open. causal bounds the right side at 0 as well.
+  int64_t window_left = -1, window_right = -1;
+  /// lse's row index is the packed row (cu_seqlens_q[b] + i), not i.
+  bool lse_packed = false;
+  /// lse of a row that sees no key (ATen's flash kernel writes +inf there).
+  float lse_masked = -std::numeric_limits<float>::infinity();
+  /// When > 0, lse rows per (batch, head) to define: rows from the batch's
+  /// query length up to this get +inf (the memory-efficient kernel's padding).
+  int64_t lse_rows = 0;
 };
+
+/// Whether `p` uses any of the fields above past `causal` (packed batches,
+/// bottom-right alignment, windows, lse layout options): such calls run on
+/// the tensor-core or the tiled kernel, never split-KV or decode.
+inline bool uses_sequence_layout(const AttentionParams& p) {
+  return p.cu_seqlens_q != nullptr || p.cu_seqlens_k != nullptr || p.bottom_right || p.window_left >= 0 ||
+         p.window_right >= 0 || p.lse_packed || p.lse_rows > 0 ||
+         p.lse_masked != -std::numeric_limits<float>::infinity();
+}
 
 /// How one attention call runs (from plan_attention).
 struct AttentionPlan {

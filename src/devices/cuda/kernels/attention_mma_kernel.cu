@@ -19,6 +19,7 @@
 
 #include "devices/cuda/cuda_check.h"
 #include "devices/cuda/kernels/attention_mma_kernel.h"
+#include "devices/cuda/kernels/attention_span.cuh"
 #include "devices/cuda/kernels/mma_m16n8k16.cuh"
 
 namespace kiln::cudadev {
@@ -185,22 +186,35 @@ __global__ void __launch_bounds__(kThreads) mma_attention_kernel(AttentionParams
   const int64_t b = blockIdx.y / p.Hq, h = blockIdx.y % p.Hq;
   const int64_t hk = h / (p.Hq / p.Hk);  // grouped-query: Hq / Hk query heads share one k/v head
   const int64_t m0 = tile * kBlockM;
+  // This batch's rows and keys (all L and S unless packed) and which keys
+  // each row sees (attention_span.cuh).
+  const BatchSpan span = batch_span(p, b);
+  const int64_t rows = span.rows, keys = span.keys;
 
-  const T* q = static_cast<const T*>(p.q) + b * p.q_strides[0] + h * p.q_strides[1];
-  const T* k = static_cast<const T*>(p.k) + b * p.k_strides[0] + hk * p.k_strides[1];
-  const T* v = static_cast<const T*>(p.v) + b * p.v_strides[0] + hk * p.v_strides[1];
+  const T* q = static_cast<const T*>(p.q) + b * p.q_strides[0] + h * p.q_strides[1] + span.q_off * p.q_strides[2];
+  const T* k = static_cast<const T*>(p.k) + b * p.k_strides[0] + hk * p.k_strides[1] + span.k_off * p.k_strides[2];
+  const T* v = static_cast<const T*>(p.v) + b * p.v_strides[0] + hk * p.v_strides[1] + span.k_off * p.v_strides[2];
 
-  // Keys any row of this block may see: with upper-left causal masking row i
-  // sees keys 0..i, so keys past the block's last row are skipped entirely.
-  int64_t n_end = p.S;
-  if (p.causal && m0 + kBlockM < n_end) n_end = m0 + kBlockM;
-  const int64_t n_tiles = (n_end + kBlockN - 1) / kBlockN;  // >= 1: S >= 1 (host-checked)
+  // Keys any row of this block may see: from the first row's lowest visible
+  // key to the last row's highest (with upper-left causal masking, keys past
+  // the block's last row are skipped entirely). Tiles start on a kBlockN
+  // boundary. A block past the batch's rows, or whose rows see no key, walks
+  // no tile (only with packed batches or windows).
+  int64_t n_begin = 0, n_end = 0;
+  if (m0 < rows) {
+    const int64_t last = (m0 + kBlockM < rows ? m0 + kBlockM : rows) - 1;
+    n_begin = span.lo(m0) > 0 ? span.lo(m0) : 0;
+    n_end = span.hi(last) + 1 < keys ? span.hi(last) + 1 : keys;
+  }
+  const int64_t n_first = n_begin / kBlockN * kBlockN;
+  const int64_t n_tiles = n_end > n_first ? (n_end - n_first + kBlockN - 1) / kBlockN : 0;
 
-  // Group 0: the Q tile and K/V tile 0.
-  copy_tile_async<D, kBlockM>(q_s, q, p.q_strides[2], m0, p.L);
-  copy_tile_async<D, kBlockN>(k_s, k, p.k_strides[2], 0, p.S);
-  copy_tile_async<D, kBlockN>(v_s, v, p.v_strides[2], 0, p.S);
+  // Group 0: the Q tile and the first K/V tile.
+  copy_tile_async<D, kBlockM>(q_s, q, p.q_strides[2], m0, rows);
+  copy_tile_async<D, kBlockN>(k_s, k, p.k_strides[2], n_first, keys);
+  copy_tile_async<D, kBlockN>(v_s, v, p.v_strides[2], n_first, keys);
   cp_async_commit();
+  if (n_tiles == 0) cp_async_wait<0>();  // no loop waits for group 0; settle it before the block ends
 
   // This lane's two query rows (fragment rows g and g + 8 of the warp's 16).
   const int64_t row_lo = m0 + warp * 16 + g, row_hi = row_lo + 8;
@@ -220,9 +234,9 @@ __global__ void __launch_bounds__(kThreads) mma_attention_kernel(AttentionParams
     if (it + 1 < n_tiles) {
       // Prefetch tile it + 1 into the other buffer (free: the __syncthreads at
       // the end of the previous iteration saw every warp finish with it).
-      const int64_t next = (it + 1) * kBlockN;
-      copy_tile_async<D, kBlockN>(k_s + (buf ^ 1) * kBlockN * kPitch, k, p.k_strides[2], next, p.S);
-      copy_tile_async<D, kBlockN>(v_s + (buf ^ 1) * kBlockN * kPitch, v, p.v_strides[2], next, p.S);
+      const int64_t next = n_first + (it + 1) * kBlockN;
+      copy_tile_async<D, kBlockN>(k_s + (buf ^ 1) * kBlockN * kPitch, k, p.k_strides[2], next, keys);
+      copy_tile_async<D, kBlockN>(v_s + (buf ^ 1) * kBlockN * kPitch, v, p.v_strides[2], next, keys);
       cp_async_commit();
       cp_async_wait<1>();  // everything but that prefetch has landed (this thread's copies)
     } else {
@@ -276,23 +290,32 @@ __global__ void __launch_bounds__(kThreads) mma_attention_kernel(AttentionParams
     }
 
     // Scale into log2 units, then mask. A tile needs the per-element checks
-    // only if it has keys past S, crosses the causal diagonal (some key
-    // beyond the block's first row) or there is a bias. Rows past L need none
-    // (their Q rows are zeros and they are never stored), but must not read
-    // the bias. The checks work on tile-relative 32-bit indices.
-    const int64_t n0 = it * kBlockN;
-    const bool check = p.bias != nullptr || n0 + kBlockN > p.S || (p.causal && n0 + kBlockN - 1 > m0);
+    // only if it has keys past the batch's, crosses the causal diagonal or
+    // window's upper bound (some key beyond the first row's highest) or its
+    // lower bound (some key below the last row's lowest), or there is a bias.
+    // Rows past the batch's need none (their Q rows are zeros and they are
+    // never stored), but must not read the bias. The checks work on
+    // tile-relative 32-bit indices.
+    const int64_t n0 = n_first + it * kBlockN;
+    const bool check = p.bias != nullptr || n0 + kBlockN > keys ||
+                       (span.has_hi && n0 + kBlockN - 1 > span.hi(m0)) ||
+                       (span.has_lo && n0 < span.lo(m0 + kBlockM - 1));
     if (check) {
       // Key column c of this tile exists iff c < key_end; row r of the block
-      // (0..63) sees it under causal masking iff c <= r + diag; the row exists
-      // iff r < row_end. diag is clamped to a 32-bit range that decides the
-      // same: above kBlockN every row sees every column, below
-      // -(kBlockM + kBlockN) (< -kBlockM) none does.
-      const int key_end = static_cast<int>(p.S - n0 < kBlockN ? p.S - n0 : kBlockN);
-      const int64_t diag64 = m0 - n0;
+      // (0..63) sees it iff c <= r + hi_diag (upper bound) and c >= r +
+      // lo_diag (lower bound); the row exists iff r < row_end. The diagonals
+      // are clamped to a 32-bit range that decides the same: at or above
+      // kBlockN every column is below r + d, below -(kBlockM + kBlockN) every
+      // column is above it.
+      const int key_end = static_cast<int>(keys - n0 < kBlockN ? keys - n0 : kBlockN);
       constexpr int kDiagFloor = -(kBlockM + kBlockN);
-      const int diag = static_cast<int>(diag64 > kBlockN ? kBlockN : (diag64 < kDiagFloor ? kDiagFloor : diag64));
-      const int row_end = static_cast<int>(p.L - m0 < kBlockM ? p.L - m0 : kBlockM);
+      auto clamp_diag = [](int64_t d) -> int {
+        return static_cast<int>(d > kBlockN ? kBlockN : (d < kDiagFloor ? kDiagFloor : d));
+      };
+      const int hi_diag = clamp_diag(span.hi(m0) - n0);
+      const int lo_diag = clamp_diag(span.lo(m0) - n0);
+      const bool has_hi = span.has_hi, has_lo = span.has_lo;
+      const int row_end = static_cast<int>(rows - m0 < kBlockM ? rows - m0 : kBlockM);
 #pragma unroll
       for (int j = 0; j < kNTiles; ++j) {
 #pragma unroll
@@ -300,7 +323,7 @@ __global__ void __launch_bounds__(kThreads) mma_attention_kernel(AttentionParams
           const int r = warp * 16 + g + (e < 2 ? 0 : 8);  // c0, c1: row g; c2, c3: row g + 8
           const int c = 8 * j + 2 * t + (e & 1);          // column 2t or 2t + 1 of score tile j
           float x;
-          if (c >= key_end || (p.causal && c > r + diag) || r >= row_end) {
+          if (c >= key_end || (has_hi && c > r + hi_diag) || (has_lo && c < r + lo_diag) || r >= row_end) {
             x = -CUDART_INF_F;
           } else if (p.bias != nullptr) {
             float z = s[j][e] * p.scale +
@@ -403,24 +426,30 @@ __global__ void __launch_bounds__(kThreads) mma_attention_kernel(AttentionParams
     l_row[r] = l;
     inv[r] = l > 0.0f ? 1.0f / l : 0.0f;  // a fully masked row has l = 0: zeros
   }
-  T* out = static_cast<T*>(p.out) + b * p.out_strides[0] + h * p.out_strides[1];
+  T* out = static_cast<T*>(p.out) + b * p.out_strides[0] + h * p.out_strides[1] + span.q_off * p.out_strides[2];
 #pragma unroll
   for (int d = 0; d < kDTiles; ++d) {
     const int col = 8 * d + 2 * t;  // c0, c1 (and c2, c3) are dims col, col + 1: one 32-bit store
-    if (row_lo < p.L)
+    if (row_lo < rows)
       *reinterpret_cast<uint32_t*>(out + row_lo * p.out_strides[2] + col) =
           pack2(T(), o[d][0] * inv[0], o[d][1] * inv[0]);
-    if (row_hi < p.L)
+    if (row_hi < rows)
       *reinterpret_cast<uint32_t*>(out + row_hi * p.out_strides[2] + col) =
           pack2(T(), o[d][2] * inv[1], o[d][3] * inv[1]);
   }
   if (p.lse != nullptr && t == 0) {
-    float* lse = p.lse + b * p.lse_strides[0] + h * p.lse_strides[1];
-    // Natural-log logsumexp of the scaled scores: ln 2 * (max_log2 + log2(sum)).
-    if (row_lo < p.L)
-      lse[row_lo * p.lse_strides[2]] = l_row[0] > 0.0f ? kLn2 * (m_run[0] + log2f(l_row[0])) : -CUDART_INF_F;
-    if (row_hi < p.L)
-      lse[row_hi * p.lse_strides[2]] = l_row[1] > 0.0f ? kLn2 * (m_run[1] + log2f(l_row[1])) : -CUDART_INF_F;
+    float* lse = p.lse + b * p.lse_strides[0] + h * p.lse_strides[1] +
+                 (p.lse_packed ? span.q_off : 0) * p.lse_strides[2];
+    // Natural-log logsumexp of the scaled scores: ln 2 * (max_log2 + log2(sum));
+    // past the batch's rows, up to lse_rows, the memory-efficient kernel's +inf padding.
+    const int64_t row[2] = {row_lo, row_hi};
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      if (row[r] < rows)
+        lse[row[r] * p.lse_strides[2]] = l_row[r] > 0.0f ? kLn2 * (m_run[r] + log2f(l_row[r])) : p.lse_masked;
+      else if (row[r] < p.lse_rows)
+        lse[row[r] * p.lse_strides[2]] = CUDART_INF_F;
+    }
   }
 #else
   // This build has no sm_80 code for the running device; mma_attention_available
@@ -433,7 +462,9 @@ __global__ void __launch_bounds__(kThreads) mma_attention_kernel(AttentionParams
 
 template <typename T, int D>
 Error launch_typed(const AttentionParams& p, cudaStream_t stream) {
-  const int64_t m_tiles = (p.L + kBlockM - 1) / kBlockM;
+  // Enough row tiles for the query rows and for any logsumexp padding rows.
+  const int64_t rows = p.lse != nullptr && p.lse_rows > p.L ? p.lse_rows : p.L;
+  const int64_t m_tiles = (rows + kBlockM - 1) / kBlockM;
   const size_t smem = smem_bytes<D>();
   auto kernel = mma_attention_kernel<T, D>;
   if (smem > 48 * 1024)
@@ -467,7 +498,8 @@ const char* mma_attention_unsupported(const AttentionParams& p) {
   if (p.B <= 0 || p.Hq <= 0 || p.Hk <= 0 || p.Hq % p.Hk != 0 || p.L <= 0 || p.S <= 0)
     return "it is empty or its heads do not group";
   if (p.B * p.Hq > 65535) return "batch * heads exceeds the grid's y limit (65535)";
-  if ((p.L + kBlockM - 1) / kBlockM > 0x7fffffff) return "the query is too long for one launch";
+  if ((p.L + kBlockM - 1) / kBlockM > 0x7fffffff || (p.lse_rows + kBlockM - 1) / kBlockM > 0x7fffffff)
+    return "the query is too long for one launch";
   if (!rows_aligned(p.q, p.q_strides) || !rows_aligned(p.k, p.k_strides) || !rows_aligned(p.v, p.v_strides) ||
       !rows_aligned(p.out, p.out_strides))
     return "a q/k/v/out row is not contiguous and 16-byte aligned";

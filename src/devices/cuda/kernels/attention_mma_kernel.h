@@ -3,7 +3,9 @@
 //
 // Same semantics as the kernels in attention_kernel.h (causal upper-left
 // masking, additive or boolean bias broadcast through strides, grouped-query
-// heads, scale, fully masked rows giving zeros and a logsumexp of -inf); it
+// heads, scale, fully masked rows giving zeros and a logsumexp of -inf, and
+// like the tiled kernel the per-batch spans of packed batches, bottom-right
+// alignment, sliding windows and lse layout options); it
 // only narrows what it accepts (see mma_attention_unsupported), and
 // plan_attention falls back to the scalar tiled kernel for everything else.
 //
