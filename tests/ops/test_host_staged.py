@@ -39,8 +39,9 @@ def test_table_and_list_are_generated():
     assert result.returncode == 0, result.stderr
 
 
-def test_table_parses_and_is_not_empty():
-    assert STAGED  # fewer as native kernels replace staged ops
+def test_table_parses():
+    # Empty while every CUDA op has native code: the generator stages an op again only when a
+    # torch release declares one the CPU implements and the CUDA plugin lacks.
     assert {suffix(f, "cuda") for f in host_staged()} == set(STAGED)
 
 
