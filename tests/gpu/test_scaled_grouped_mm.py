@@ -138,7 +138,7 @@ def test_rows_past_the_last_group_are_zero(lib):
     got = _call(lib, args)
     want = _aten(args)  # rows 90.. unwritten
     assert_same(got[:90], want[:90], "grouped rows", **TOL)
-    assert torch.equal(got[90:].float(), torch.zeros(60, 32)), "rows past the last group"
+    assert torch.equal(got[90:].float().cpu(), torch.zeros(60, 32)), "rows past the last group"
 
 
 def test_columns_past_the_last_group_are_zero(lib):
@@ -147,7 +147,7 @@ def test_columns_past_the_last_group_are_zero(lib):
     got = _call(lib, args)
     want = _aten(args)  # columns 80.. unwritten
     assert_same(got[:, :80], want[:, :80], "grouped columns", **TOL)
-    assert torch.equal(got[:, 80:].float(), torch.zeros(40, 64)), "columns past the last group"
+    assert torch.equal(got[:, 80:].float().cpu(), torch.zeros(40, 64)), "columns past the last group"
 
 
 def test_empty_k_groups_are_zero(lib):
@@ -156,14 +156,14 @@ def test_empty_k_groups_are_zero(lib):
     args = _args(g, _f8(g, (20, 48)), _col_major(g, (48, 24)), [0, 16, 16, 40])
     got = _call(lib, args)
     assert_same(got, _reference(**args), "empty K groups", **TOL)
-    assert torch.equal(got[0].float(), torch.zeros(20, 24)) and torch.equal(got[2].float(), torch.zeros(20, 24))
+    assert torch.equal(got[0].float().cpu(), torch.zeros(20, 24)) and torch.equal(got[2].float().cpu(), torch.zeros(20, 24))
 
 
 def test_no_groups(lib):
     g = torch.Generator().manual_seed(14)
     args = _args(g, _f8(g, (7, 32)), _col_major(g, (0, 32, 16)), [])
     got = _call(lib, args)
-    assert tuple(got.shape) == (7, 16) and torch.equal(got.float(), torch.zeros(7, 16))
+    assert tuple(got.shape) == (7, 16) and torch.equal(got.float().cpu(), torch.zeros(7, 16))
 
 
 def _misaligned(t):

@@ -139,21 +139,6 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__flash_attention_forward(
     int32_t return_debug_mask, double* scale, int64_t* window_size_left, int64_t* window_size_right,
     AtenTensorHandle* seqused_k, AtenTensorHandle* alibi_slopes, AtenTensorHandle* ret0, AtenTensorHandle* ret1,
     AtenTensorHandle* ret2, AtenTensorHandle* ret3, AtenTensorHandle* ret4);
-/// aten::_efficient_attention_forward (attention_forward.cpp): [B, M, H, K]
-/// inputs, packed along M with B = 1 when cu_seqlens_q/cu_seqlens_k (int32)
-/// are given; float32/float16/bfloat16; custom_mask_type 0 none, 1 causal
-/// from the top left, 2 from the bottom right; an additive or boolean bias
-/// (dense only); dropout_p 0, seqlen_k null, no window. ret0 output
-/// [B, M, H, Kv] contiguous, ret1 logsumexp [batches, H, ceil(max_q/32)*32]
-/// ([.., .., 0] without compute_log_sumexp; 0 for a row that sees no key,
-/// +inf past each batch's queries),
-/// ret2/ret3 zero CPU int64 seed/offset, ret4/ret5 max query/key lengths.
-KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__efficient_attention_forward(
-    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* bias,
-    AtenTensorHandle* cu_seqlens_q, AtenTensorHandle* cu_seqlens_k, int64_t* max_seqlen_q, int64_t* max_seqlen_k,
-    double dropout_p, int64_t custom_mask_type, int32_t compute_log_sumexp, double* scale,
-    AtenTensorHandle* seqlen_k, int64_t* window_size, AtenTensorHandle* ret0, AtenTensorHandle* ret1,
-    AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5);
 
 // ---- Recurrent networks (cudnn_rnn.cpp, fused_lstm_cell.cpp): forward only.
 /// aten::_cudnn_rnn for inference: RNN tanh/ReLU, LSTM (with projection), GRU (mode:
