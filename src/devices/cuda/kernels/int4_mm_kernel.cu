@@ -8,6 +8,21 @@
 namespace kiln::cudadev {
 namespace {
 
+// q * scale + zero rounded once to bfloat16, as the bfloat16 fused
+// multiply-add ATen's kernel dequantizes with. sm_80 and later have that
+// instruction; older targets (the build's default architecture) sum in
+// double, exact for these operands (a 4-bit code times an 8-bit scale, plus an
+// 8-bit zero) unless scale and zero are over 2^40 apart in magnitude, and
+// round once.
+__device__ inline __nv_bfloat16 dequantize(int q, __nv_bfloat16 scale, __nv_bfloat16 zero) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __hfma(__int2bfloat16_rn(q), scale, zero);
+#else
+  return __double2bfloat16(static_cast<double>(q) * static_cast<double>(__bfloat162float(scale)) +
+                           static_cast<double>(__bfloat162float(zero)));
+#endif
+}
+
 // ---- The packed layout, and why it is what it is.
 //
 // ATen packs the weight for the B operand of the tensor cores' m16n8k16
@@ -83,7 +98,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
           const int q = static_cast<int>((word >> (4 * i)) & 0xFu) - 8;
-          const float wv = __bfloat162float(__hfma(__int2bfloat16_rn(q), scale, zero));
+          const float wv = __bfloat162float(dequantize(q, scale, zero));
           const int64_t dk = 16 * ((i >> 1) & 1) + 8 * (i & 1) + (i >> 2);
 #pragma unroll
           for (int r = 0; r < kRows; ++r)
@@ -144,8 +159,8 @@ __global__ void dequantize_int4pack_kernel(Int4PackedWeight w, const __nv_bfloat
     for (int i = 0; i < 4; ++i) {
       const int even = static_cast<int>((word >> (4 * i)) & 0xFu) - 8;
       const int odd = static_cast<int>((word >> (16 + 4 * i)) & 0xFu) - 8;
-      *reinterpret_cast<__nv_bfloat162*>(dst + 8 * i) = __halves2bfloat162(
-          __hfma(__int2bfloat16_rn(even), scale, zero), __hfma(__int2bfloat16_rn(odd), scale, zero));
+      *reinterpret_cast<__nv_bfloat162*>(dst + 8 * i) =
+          __halves2bfloat162(dequantize(even, scale, zero), dequantize(odd, scale, zero));
     }
   }
 }
