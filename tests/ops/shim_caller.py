@@ -189,6 +189,12 @@ class ShimLibrary:
         self.check(lib.aoti_torch_get_sizes(h, ctypes.byref(sizes_p)), "get_sizes")
         self.check(lib.aoti_torch_get_strides(h, ctypes.byref(strides_p)), "get_strides")
         self.check(lib.aoti_torch_get_data_ptr(h, ctypes.byref(data)), "get_data_ptr")
+        # A result is read where it lives: a CUDA op may return host tensors (ATen's CUDA
+        # attention ops give their philox seed and offset on the CPU).
+        device_type = ctypes.c_int32()
+        self.check(lib.aoti_torch_get_device_type(h, ctypes.byref(device_type)), "get_device_type")
+        if device_type.value == DEVICE_CODES["cpu"]:
+            device = "cpu"
         sizes = [sizes_p[i] for i in range(dim.value)]
         strides = [strides_p[i] for i in range(dim.value)]
         dt = CODE_DTYPES[dtype.value]
