@@ -6,8 +6,7 @@
 // Results have the shapes, dtypes and strides of ATen's meta function; the
 // philox outputs are zero, since dropout must be 0. The memory-efficient
 // entry point (_efficient_attention_forward) is not exported yet: its rows
-// that see no key and its philox outputs do not match ATen's
-// (src/shims/ops_not_yet.txt).
+// that see no key do not match ATen's (src/shims/ops_not_yet.txt).
 #include <cmath>
 #include <limits>
 #include <string>
