@@ -25,6 +25,7 @@
 #include "shims/common/int_mm_args.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/lt_algo_cache.h"
+#include "shims/cuda/lt_matmul.h"
 #include "shims/cuda/op_util.h"
 
 using namespace kiln;
@@ -59,20 +60,6 @@ LtAlgoCache<Int8Choice>& int8_cache() {
   return cache;
 }
 
-struct Int8LtResources {
-  const CublasLtApi* api = nullptr;
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  ~Int8LtResources() {
-    if (pref) api->pref_destroy(pref);
-    if (d) api->layout_destroy(d);
-    if (b) api->layout_destroy(b);
-    if (a) api->layout_destroy(a);
-    if (desc) api->desc_destroy(desc);
-  }
-};
-
 // out (m x n, row-major, leading dimension ldo) = a (m x k, row-major, lda)
 // @ b (k x n, column-major, ldb) through cuBLASLt, seen column-major as
 // out^T (n x m) = op_T(b stored k x n) @ a^T (stored k x m): the "TN" form
@@ -83,7 +70,7 @@ Error int_mm_cublaslt(const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb
   *done = false;
   KILN_ASSIGN_OR_RETURN(const CublasLtApi* api, cublaslt());
   KILN_ASSIGN_OR_RETURN(cublasLtHandle_t handle, cublaslt_handle(*api, device));
-  Int8LtResources r;
+  LtResources r;
   r.api = api;
   KILN_RETURN_IF_ERROR(
       cublas_status(*api, api->desc_create(&r.desc, CUBLAS_COMPUTE_32I, CUDA_R_32I), "cublasLtMatmulDescCreate"));
@@ -107,32 +94,15 @@ Error int_mm_cublaslt(const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb
   if (auto cached = int8_cache().find(key)) {
     choice = *cached;
   } else {
-    constexpr uint64_t kMaxWorkspace = 32ull << 20;
-    KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_create(&r.pref), "cublasLtMatmulPreferenceCreate"));
-    KILN_RETURN_IF_ERROR(cublas_status(
-        *api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kMaxWorkspace, sizeof(kMaxWorkspace)),
-        "workspace preference"));
-    const struct {
-      cublasLtMatmulPreferenceAttributes_t attr;
-      const uint32_t* value;
-    } aligns[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a},
-                  {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b},
-                  {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d},
-                  {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d}};
-    for (const auto& al : aligns)
-      KILN_RETURN_IF_ERROR(
-          cublas_status(*api, api->pref_set(r.pref, al.attr, al.value, sizeof(uint32_t)), "alignment preference"));
-    cublasLtMatmulHeuristicResult_t result{};
-    int returned = 0;
-    const cublasStatus_t status = api->heuristic(handle, r.desc, r.a, r.b, r.d, r.d, r.pref, 1, &result, &returned);
+    KILN_ASSIGN_OR_RETURN(LtHeuristic h, lt_ask_heuristic(handle, r, align_a, align_b, align_d));
     // Sizes or leading dimensions the int8 kernels do not take come back as
     // NOT_SUPPORTED or as no algorithm: the tiled kernel computes those.
-    if (status == CUBLAS_STATUS_NOT_SUPPORTED) returned = 0;
-    else KILN_RETURN_IF_ERROR(cublas_status(*api, status, "cublasLtMatmulAlgoGetHeuristic"));
-    if (returned > 0) {
+    if (h.status == CUBLAS_STATUS_NOT_SUPPORTED) h.returned = 0;
+    else KILN_RETURN_IF_ERROR(cublas_status(*api, h.status, "cublasLtMatmulAlgoGetHeuristic"));
+    if (h.returned > 0) {
       choice.supported = true;
-      choice.algo = result.algo;
-      choice.workspace = result.workspaceSize;
+      choice.algo = h.result.algo;
+      choice.workspace = h.result.workspaceSize;
     }
     int8_cache().insert(key, choice);
   }

@@ -33,6 +33,7 @@
 #include "devices/cuda/kernels/gemv_kernel.h"
 #include "devices/cuda/kernels/scale_kernel.h"
 #include "shims/cuda/lt_algo_cache.h"
+#include "shims/cuda/lt_matmul.h"
 #include "devices/cuda/device/strided_copy.h"
 #include "shims/cuda/tensor_ref.h"
 #include "kiln/log.h"
@@ -143,21 +144,6 @@ LtAlgoCache<LtChoice>& algo_cache() {
   return cache;
 }
 
-// RAII for cuBLASLt descriptors.
-struct LtResources {
-  const CublasLtApi* api = nullptr;
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  ~LtResources() {
-    if (pref) api->pref_destroy(pref);
-    if (d) api->layout_destroy(d);
-    if (b) api->layout_destroy(b);
-    if (a) api->layout_destroy(a);
-    if (desc) api->desc_destroy(desc);
-  }
-};
-
 Error make_layout(const CublasLtApi& api, cublasLtMatrixLayout_t* layout, cudaDataType_t type, const LtOperand& o,
                   int64_t batch, int64_t batch_stride) {
   KILN_RETURN_IF_ERROR(cublas_status(api,
@@ -180,29 +166,17 @@ Error make_layout(const CublasLtApi& api, cublasLtMatrixLayout_t* layout, cudaDa
 Result<LtChoice> lt_heuristic(const CublasLtApi* api, cublasLtHandle_t handle, LtResources& r,
                               const std::string& what, int64_t m, int64_t n, int64_t k, uint32_t align_a,
                               uint32_t align_b, uint32_t align_d) {
-  constexpr uint64_t kMaxWorkspace = 32ull << 20;
-  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_create(&r.pref), "cublasLtMatmulPreferenceCreate"));
-  KILN_RETURN_IF_ERROR(cublas_status(
-      *api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kMaxWorkspace, sizeof(kMaxWorkspace)),
-      "workspace preference"));
-  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a, sizeof(align_a)), "alignment A"));
-  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b, sizeof(align_b)), "alignment B"));
-  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d, sizeof(align_d)), "alignment C"));
-  KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d, sizeof(align_d)), "alignment D"));
-
-  cublasLtMatmulHeuristicResult_t result{};
-  int returned = 0;
-  const cublasStatus_t status = api->heuristic(handle, r.desc, r.a, r.b, r.d, r.d, r.pref, 1, &result, &returned);
+  KILN_ASSIGN_OR_RETURN(LtHeuristic h, lt_ask_heuristic(handle, r, align_a, align_b, align_d));
   // A combination of types and epilogue that cuBLASLt does not implement is
   // reported as a status rather than as no algorithm; both are NotSupported,
   // which callers with another way to compute the product fall back on.
-  if (status == CUBLAS_STATUS_NOT_SUPPORTED) returned = 0;
-  else KILN_RETURN_IF_ERROR(cublas_status(*api, status, "cublasLtMatmulAlgoGetHeuristic"));
-  if (returned == 0)
+  if (h.status == CUBLAS_STATUS_NOT_SUPPORTED) h.returned = 0;
+  else KILN_RETURN_IF_ERROR(cublas_status(*api, h.status, "cublasLtMatmulAlgoGetHeuristic"));
+  if (h.returned == 0)
     return set_error(Error::NotSupported, "cuBLASLt has no algorithm for this " + what + " (m=" +
                                               std::to_string(m) + ", n=" + std::to_string(n) +
                                               ", k=" + std::to_string(k) + ")");
-  return LtChoice{result.algo, result.workspaceSize};
+  return LtChoice{h.result.algo, h.result.workspaceSize};
 }
 
 // What cuBLASLt does to alpha * X @ Y + beta * D before it stores it:

@@ -39,6 +39,7 @@
 #include "shims/common/scaled_mm_args.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/lt_algo_cache.h"
+#include "shims/cuda/lt_matmul.h"
 #include "shims/cuda/op_util.h"
 
 using namespace kiln;
@@ -162,21 +163,6 @@ LtAlgoCache<LtChoice>& lt_cache() {
   return cache;
 }
 
-struct LtResources {
-  const CublasLtApi* api = nullptr;
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr, d = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  ~LtResources() {
-    if (pref) api->pref_destroy(pref);
-    if (d) api->layout_destroy(d);
-    if (c) api->layout_destroy(c);
-    if (b) api->layout_destroy(b);
-    if (a) api->layout_destroy(a);
-    if (desc) api->desc_destroy(desc);
-  }
-};
-
 // A status that means "not this problem" rather than a failure: the tiled
 // kernel computes it instead.
 // Whether scale_result multiplies a result of `dtype` (see the top of this file).
@@ -280,30 +266,13 @@ Error scaled_mm_cublaslt(const LtProblem& p, cudaStream_t stream, bool* done) {
   if (auto cached = lt_cache().find(key)) {
     choice = *cached;
   } else {
-    constexpr uint64_t kMaxWorkspace = 32ull << 20;
-    KILN_RETURN_IF_ERROR(cublas_status(*api, api->pref_create(&r.pref), "cublasLtMatmulPreferenceCreate"));
-    KILN_RETURN_IF_ERROR(cublas_status(
-        *api, api->pref_set(r.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &kMaxWorkspace, sizeof(kMaxWorkspace)),
-        "workspace preference"));
-    const struct {
-      cublasLtMatmulPreferenceAttributes_t attr;
-      const uint32_t* value;
-    } aligns[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a},
-                  {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b},
-                  {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d},
-                  {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d}};
-    for (const auto& al : aligns)
-      KILN_RETURN_IF_ERROR(
-          cublas_status(*api, api->pref_set(r.pref, al.attr, al.value, sizeof(uint32_t)), "alignment preference"));
-    cublasLtMatmulHeuristicResult_t result{};
-    int returned = 0;
-    const cublasStatus_t status = api->heuristic(handle, r.desc, r.a, r.b, r.c, r.d, r.pref, 1, &result, &returned);
-    if (refused(status)) returned = 0;
-    else KILN_RETURN_IF_ERROR(cublas_status(*api, status, "cublasLtMatmulAlgoGetHeuristic"));
-    if (returned > 0) {
+    KILN_ASSIGN_OR_RETURN(LtHeuristic h, lt_ask_heuristic(handle, r, align_a, align_b, align_d));
+    if (refused(h.status)) h.returned = 0;
+    else KILN_RETURN_IF_ERROR(cublas_status(*api, h.status, "cublasLtMatmulAlgoGetHeuristic"));
+    if (h.returned > 0) {
       choice.supported = true;
-      choice.algo = result.algo;
-      choice.workspace = result.workspaceSize;
+      choice.algo = h.result.algo;
+      choice.workspace = h.result.workspaceSize;
     }
     lt_cache().insert(key, choice);
   }
