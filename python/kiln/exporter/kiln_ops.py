@@ -19,13 +19,32 @@ pass a transposed view of [G, N, K]); row r of group g gives ``input[r] @ weight
 and rows past ``offs[-1]`` are zero. It is what ``transformers::grouped_mm_fallback``
 computes and what ``aten._grouped_mm`` does for a 2-d input and 3-d weight with offsets
 (passes/grouped_mm.py puts it in place of both).
+
+The weight-only quantized linears (passes/weight_quantization.py puts them in place of
+``aten.linear``; quantized_weights.py makes their weights):
+
+``kiln::int8_linear(x, weight, scales)``: ``x [..., K] @ (weight [N, K] int8 * scales [N]).T``,
+accumulated in float32 and rounded once to x's dtype. It is ``aten._weight_int8pack_mm`` over
+x's rows, which both devices implement; Inductor sees that op (the decomposition below).
+
+``kiln::int4_linear(x, qweight, scale_zero, group_size)``: ``x [..., K] @ W.T`` with
+``W[n, k] = (code - 8) * scale + zero``, the codes two per byte in ``qweight [N, K / 2]``
+uint8 (k even in the low nibble), ``(scale, zero) = scale_zero[n, k // group_size]``, in
+float32, rounded once to x's dtype. Kiln's CPU op (a C shim).
+
+``kiln::int4pack_linear(x, packed, scale_zero, group_size)``: the same product on CUDA
+through ``aten._weight_int4pack_mm``, the weight packed by
+``aten._convert_weight_to_int4pack`` (the layout of torchao's int4 weight-only config and
+of gpt-fast) and ``scale_zero [K / group_size, N, 2]``; that op takes bfloat16, so x is
+rounded to bfloat16 before it and the result converted back to x's dtype.
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["GROUPED_MM", "RMS_NORM_LINEAR", "c_shims", "c_shim_name"]
+__all__ = ["GROUPED_MM", "INT4_LINEAR", "INT4PACK_LINEAR", "INT8_LINEAR", "RMS_NORM_LINEAR", "c_shims",
+           "c_shim_name", "quantized_linear_decompositions"]
 
 _DECLARATIONS = {
     "rms_norm_linear": (
@@ -35,6 +54,10 @@ _DECLARATIONS = {
     "grouped_mm": (
         "AOTITorchError {name}(AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle offs, "
         "AtenTensorHandle* ret0)"
+    ),
+    "int4_linear": (
+        "AOTITorchError {name}(AtenTensorHandle x, AtenTensorHandle qweight, AtenTensorHandle scale_zero, "
+        "int64_t group_size, AtenTensorHandle* ret0)"
     ),
 }
 
@@ -81,6 +104,79 @@ def _(input, weight, offs):
 GROUPED_MM = torch.ops.kiln.grouped_mm.default
 
 
+def _rows(x: torch.Tensor) -> torch.Tensor:
+    return x.reshape(-1, x.shape[-1])
+
+
+@torch.library.custom_op("kiln::int8_linear", mutates_args=())
+def _int8_linear(x: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
+    return _int8_linear_aten(x, weight, scales)
+
+
+def _int8_linear_aten(x, weight, scales):
+    out = torch.ops.aten._weight_int8pack_mm.default(_rows(x), weight, scales)
+    return out.reshape(*x.shape[:-1], weight.shape[0])
+
+
+@_int8_linear.register_fake
+def _(x, weight, scales):
+    torch._check(weight.dtype == torch.int8 and weight.dim() == 2 and x.shape[-1] == weight.shape[1],
+                 lambda: "kiln::int8_linear: expected x [..., K] and an int8 weight [N, K]")
+    return x.new_empty((*x.shape[:-1], weight.shape[0]))
+
+
+INT8_LINEAR = torch.ops.kiln.int8_linear.default
+
+
+def dequantize_int4(qweight: torch.Tensor, scale_zero: torch.Tensor, group_size: int) -> torch.Tensor:
+    """The float32 weight [N, K] that kiln::int4_linear's codes and scales stand for."""
+    codes = torch.stack((qweight & 0xF, qweight >> 4), dim=-1).reshape(qweight.shape[0], -1).float()
+    sz = scale_zero.float().repeat_interleave(group_size, dim=1)
+    return (codes - 8.0) * sz[..., 0] + sz[..., 1]
+
+
+@torch.library.custom_op("kiln::int4_linear", mutates_args=())
+def _int4_linear(x: torch.Tensor, qweight: torch.Tensor, scale_zero: torch.Tensor, group_size: int) -> torch.Tensor:
+    w = dequantize_int4(qweight, scale_zero, group_size)
+    return (x.float() @ w.T).to(x.dtype)
+
+
+@_int4_linear.register_fake
+def _(x, qweight, scale_zero, group_size):
+    torch._check(qweight.dtype == torch.uint8 and qweight.dim() == 2 and x.shape[-1] == 2 * qweight.shape[1],
+                 lambda: "kiln::int4_linear: expected x [..., K] and a uint8 qweight [N, K / 2]")
+    return x.new_empty((*x.shape[:-1], qweight.shape[0]))
+
+
+INT4_LINEAR = torch.ops.kiln.int4_linear.default
+
+
+@torch.library.custom_op("kiln::int4pack_linear", mutates_args=())
+def _int4pack_linear(x: torch.Tensor, packed: torch.Tensor, scale_zero: torch.Tensor,
+                     group_size: int) -> torch.Tensor:
+    return _int4pack_linear_aten(x, packed, scale_zero, group_size)
+
+
+def _int4pack_linear_aten(x, packed, scale_zero, group_size):
+    rows = _rows(x).to(torch.bfloat16)
+    out = torch.ops.aten._weight_int4pack_mm.default(rows, packed, group_size, scale_zero)
+    return out.reshape(*x.shape[:-1], out.shape[-1]).to(x.dtype)
+
+
+@_int4pack_linear.register_fake
+def _(x, packed, scale_zero, group_size):
+    return x.new_empty((*x.shape[:-1], packed.shape[0] * 8))
+
+
+INT4PACK_LINEAR = torch.ops.kiln.int4pack_linear.default
+
+
+def quantized_linear_decompositions() -> dict:
+    """What Inductor compiles kiln::int8_linear and kiln::int4pack_linear as: ATen's
+    weight-only products over x's rows, which the runtime implements as fallback ops."""
+    return {INT8_LINEAR: _int8_linear_aten, INT4PACK_LINEAR: _int4pack_linear_aten}
+
+
 def c_shim_name(op_name: str, device: str) -> str:
     """The function a library for ``device`` calls for Kiln op ``op_name``."""
     return f"aoti_torch_{device}_{op_name}"
@@ -89,6 +185,6 @@ def c_shim_name(op_name: str, device: str) -> str:
 def c_shims(device: str, names=None) -> dict:
     """``aot_inductor.custom_ops_to_c_shims`` for Kiln's ops ``names`` (default: every
     one), on ``device``."""
-    ops = {"rms_norm_linear": RMS_NORM_LINEAR, "grouped_mm": GROUPED_MM}
+    ops = {"rms_norm_linear": RMS_NORM_LINEAR, "grouped_mm": GROUPED_MM, "int4_linear": INT4_LINEAR}
     names = list(ops) if names is None else names
     return {ops[name]: [_DECLARATIONS[name].format(name=c_shim_name(name, device))] for name in names}

@@ -31,6 +31,7 @@ from kiln.exporter.elf_imports import read_elf_imports
 from kiln.exporter.passes.grouped_mm import rewrite_grouped_mm
 from kiln.exporter.passes.norm_linear_fusion import fuse_norm_linear
 from kiln.exporter.passes.projection_fusion import fuse_projections
+from kiln.exporter.passes.weight_quantization import QuantizeSpec, parse_quantize_spec, quantize_weights
 from kiln.exporter.progress import Progress
 
 __all__ = [
@@ -232,7 +233,7 @@ class AotiBackend:
 
     #: The compile specs this backend reads; kiln.export warns about any other key
     #: (UnreadCompileSpecWarning). Subclasses add theirs.
-    COMPILE_SPECS: frozenset[str] = frozenset({"fuse_projections", "fuse_norm_linear", "grouped_mm"})
+    COMPILE_SPECS: frozenset[str] = frozenset({"fuse_projections", "fuse_norm_linear", "grouped_mm", "quantize"})
 
     def __init__(
         self,
@@ -286,6 +287,8 @@ class AotiBackend:
             names.append("rms_norm_linear")
         if spec_bool(compile_specs, "grouped_mm", True) and self._implements_kiln_op("grouped_mm"):
             names.append("grouped_mm")
+        if _quantize_spec(compile_specs).linear == "int4" and self._implements_kiln_op("int4_linear"):
+            names.append("int4_linear")
         if not names:
             return {}
         from kiln.exporter.kiln_ops import c_shims  # imports torch
@@ -301,7 +304,9 @@ class AotiBackend:
         Projections that read one input (q/k/v, gate/up) become one wider projection
         (passes/projection_fusion.py) when compile spec ``fuse_projections`` is on; the default
         is the backend's FUSE_PROJECTIONS. With ``fuse_norm_linear`` (default off), an
-        RMSNorm and the linear after it become Kiln's fused op (passes/norm_linear_fusion.py)."""
+        RMSNorm and the linear after it become Kiln's fused op (passes/norm_linear_fusion.py).
+        Compile spec ``quantize`` (passes/weight_quantization.py says its grammar) then turns
+        linear and embedding weights into int8 or int4 codes with their scales."""
         passes = []
         if spec_bool(compile_specs, "grouped_mm", True):
             available = self._implements_kiln_op("grouped_mm")
@@ -312,7 +317,26 @@ class AotiBackend:
             # After projection fusion, which leaves one projection per norm.
             self._require_kiln_op("fuse_norm_linear", "rms_norm_linear")
             passes.append(lambda ep: fuse_norm_linear(ep, log=self.progress.note, max_rows=self.NORM_LINEAR_MAX_ROWS))
+        quantize = _quantize_spec(compile_specs)
+        if quantize.active():
+            # Last: the fused projections and norm-fused linears are what get quantized
+            # (a norm-fused linear keeps its float weight: rms_norm_linear reads it).
+            int4_native = self._implements_kiln_op("int4_linear")
+            if quantize.linear == "int4" and not int4_native and self.device_name() != "cuda":
+                raise ValueError(f"compile spec 'quantize': int4 linears are not implemented on "
+                                 f"{self.device_name()} yet (aoti_torch_{self.device_name()}_int4_linear); use int8")
+            passes.append(lambda ep: quantize_weights(ep, quantize, self.device_name(), int4_native,
+                                                      log=self.progress.note))
         return passes
+
+    def quantized_linear_decompositions(self, compile_specs: dict[str, Any]) -> dict:
+        """What Inductor compiles Kiln's quantized linears into, when compile spec
+        ``quantize`` may have put them into the graph."""
+        if _quantize_spec(compile_specs).linear == "none":
+            return {}
+        from kiln.exporter.kiln_ops import quantized_linear_decompositions  # imports torch
+
+        return quantized_linear_decompositions()
 
     def _implements_kiln_op(self, op_name: str) -> bool:
         """Whether Kiln's runtime implements Kiln op ``op_name`` on this backend's device."""
@@ -395,7 +419,8 @@ class AotiBackend:
             options = {**options, "aot_inductor.output_path": out_dir}
             with prog.stage(f"{method_name}: aot compile ({device})"):
                 with torch.no_grad(), self.extra_compile_context(specs), \
-                        _inductor_decompositions(self.decomposition_table(specs)):
+                        _inductor_decompositions({**self.decomposition_table(specs),
+                                                  **self.quantized_linear_decompositions(specs)}):
                     gm = outputs_mod.module_to_compile(ep, plan)
                     try:
                         produced = torch._inductor.aot_compile(gm, tuple(args), kwargs or None, options=options)
@@ -470,6 +495,10 @@ class AotiBackend:
             library_inputs=interface.num_inputs,
             library_outputs=interface.num_outputs,
         )
+
+
+def _quantize_spec(compile_specs: dict[str, Any]) -> QuantizeSpec:
+    return parse_quantize_spec(compile_specs.get("quantize", "none"))
 
 
 @contextlib.contextmanager

@@ -1,0 +1,115 @@
+"""Weight-only quantization of one weight matrix: the codes and scales Kiln's quantized
+linears (kiln_ops.py) and 8-bit embeddings read.
+
+int8, per output row (linear) or per embedding row, symmetric: ``scale = max|w| / 127``,
+``code = round(w / scale)`` in [-127, 127], ``w ~ code * scale``. The scale is rounded to
+the weight's dtype before the codes are chosen, so the codes fit the scale the program
+stores.
+
+int4, per group of ``group_size`` consecutive inputs of an output row, asymmetric (the
+convention of torchao's int4 weight-only config and ATen's ``_weight_int4pack_mm``):
+``scale = (max - min) / 15``, ``zero = min + 8 * scale``, ``code = round((w - zero) / scale) + 8``
+in [0, 15], ``w ~ (code - 8) * scale + zero``. Both ends of a group are represented
+exactly up to rounding; a constant group has scale 0 and every code 8.
+
+The packers lay codes out for a device's kernel: ``pack_nibbles`` two per byte along K
+(Kiln's CPU op), ``pack_int4_for_cuda`` ATen's tensor-core layout (``_convert_weight_to_int4pack``).
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["Int4Weight", "Int8Weight", "quantize_int4", "quantize_int8", "pack_nibbles", "pack_int4_for_cuda",
+           "cuda_inner_k_tiles"]
+
+
+class Int8Weight:
+    """``codes`` int8 [N, K], ``scales`` [N] in the weight's dtype."""
+
+    def __init__(self, codes: torch.Tensor, scales: torch.Tensor):
+        self.codes, self.scales = codes, scales
+
+    def dequantize(self) -> torch.Tensor:
+        return self.codes.float() * self.scales.float()[:, None]
+
+
+class Int4Weight:
+    """``codes`` uint8 [N, K] in [0, 15]; ``scales``, ``zeros`` [N, K / group_size] in the
+    weight's dtype."""
+
+    def __init__(self, codes: torch.Tensor, scales: torch.Tensor, zeros: torch.Tensor, group_size: int):
+        self.codes, self.scales, self.zeros, self.group_size = codes, scales, zeros, group_size
+
+    def dequantize(self) -> torch.Tensor:
+        s = self.scales.float().repeat_interleave(self.group_size, dim=1)
+        z = self.zeros.float().repeat_interleave(self.group_size, dim=1)
+        return (self.codes.float() - 8.0) * s + z
+
+    def scale_zero(self) -> torch.Tensor:
+        """[N, groups, 2]: kiln::int4_linear's layout."""
+        return torch.stack((self.scales, self.zeros), dim=-1).contiguous()
+
+
+def quantize_int8(weight: torch.Tensor) -> Int8Weight:
+    w = weight.detach().float()
+    scale = (w.abs().amax(dim=1) / 127.0).clamp(min=torch.finfo(torch.float32).tiny).to(weight.dtype)
+    codes = torch.round(w / scale.float()[:, None]).clamp(-127, 127).to(torch.int8)
+    return Int8Weight(codes, scale)
+
+
+def quantize_int4(weight: torch.Tensor, group_size: int) -> Int4Weight:
+    n, k = weight.shape
+    if group_size <= 0 or k % group_size:
+        raise ValueError(f"int4 group size {group_size} does not divide the weight's {k} inputs")
+    w = weight.detach().float().reshape(n, k // group_size, group_size)
+    lo, hi = w.amin(dim=-1), w.amax(dim=-1)
+    scale = ((hi - lo) / 15.0).to(weight.dtype)
+    zero = (lo + 8.0 * scale.float()).to(weight.dtype)
+    s, z = scale.float()[..., None], zero.float()[..., None]
+    safe = torch.where(s > 0, s, torch.ones_like(s))
+    codes = torch.where(s > 0, torch.round((w - z) / safe) + 8.0, torch.full_like(w, 8.0))
+    codes = codes.clamp(0, 15).to(torch.uint8).reshape(n, k)
+    return Int4Weight(codes, scale, zero, group_size)
+
+
+def pack_nibbles(codes: torch.Tensor) -> torch.Tensor:
+    """uint8 [N, K] codes -> [N, K / 2], input 2j in the low nibble of byte j."""
+    return (codes[:, 0::2] | (codes[:, 1::2] << 4)).contiguous()
+
+
+def cuda_inner_k_tiles(k: int) -> int | None:
+    """The widest ATen int4 packing that K allows (8 k-tiles: 16-byte loads), or None when
+    K is not a multiple of 32."""
+    for tiles in (8, 4, 2):
+        if k % (16 * tiles) == 0:
+            return tiles
+    return None
+
+
+def pack_int4_for_cuda(codes: torch.Tensor, inner_k_tiles: int) -> torch.Tensor:
+    """uint8 [N, K] codes -> ATen's int32 [N / 8, K / (16 * inner_k_tiles), 32, inner_k_tiles / 2].
+
+    On a CUDA tensor ATen's own converter packs them; elsewhere the same layout is built
+    here: word (nt, ko, t, p) holds, in nibble i, the code of output row nt * 8 + t // 4
+    and input k0 + 16 * ((i >> 1) & 1) + 8 * (i & 1) + 2 * (t % 4) + (i >> 2), with
+    k0 = 16 * (ko * inner_k_tiles + 2 * p) (the operand layout of the tensor cores' 16x8x16
+    bfloat16 product; src/devices/cuda/kernels/int4_mm_kernel.cu says why)."""
+    n, k = codes.shape
+    if n % 8 or k % (16 * inner_k_tiles):
+        raise ValueError(f"int4 weight [{n}, {k}]: CUDA packing needs N % 8 == 0 and K % {16 * inner_k_tiles} == 0")
+    if codes.is_cuda:
+        paired = ((codes[:, 0::2] << 4) | codes[:, 1::2]).contiguous()  # ATen's input: even k in the high nibble
+        return torch.ops.aten._convert_weight_to_int4pack.default(paired, inner_k_tiles)
+    words = inner_k_tiles // 2
+    nt = torch.arange(n // 8).view(-1, 1, 1, 1, 1)
+    ko = torch.arange(k // (16 * inner_k_tiles)).view(1, -1, 1, 1, 1)
+    t = torch.arange(32).view(1, 1, -1, 1, 1)
+    p = torch.arange(words).view(1, 1, 1, -1, 1)
+    i = torch.arange(8).view(1, 1, 1, 1, -1)
+    row = nt * 8 + t // 4
+    col = 16 * (ko * inner_k_tiles + 2 * p) + 16 * ((i >> 1) & 1) + 8 * (i & 1) + 2 * (t % 4) + (i >> 2)
+    nibbles = codes.to(torch.int64)[row, col]  # [N/8, K/(16*tiles), 32, words, 8]
+    packed = (nibbles << (4 * torch.arange(8))).sum(dim=-1)
+    packed = torch.where(packed >= 2**31, packed - 2**32, packed)
+    return packed.to(torch.int32).contiguous()
