@@ -11,10 +11,13 @@
 // CUDA kernel refuses self with 16 rows or fewer, k or n not a multiple of 8
 // and a non-contiguous out; these are computed here instead of refused.
 //
-// _weight_int8pack_mm: a kernel that streams each int8 weight row once per
-// group of four activation rows (the decode case reads the weight once),
-// float32 dot products scaled per column and rounded once to self's dtype.
-// The result is a new contiguous [m, n] tensor of self's dtype.
+// _weight_int8pack_mm: up to kInt8DirectRows rows of self, a kernel that
+// streams each int8 weight row once per group of four activation rows (the
+// decode case reads the weight once), float32 dot products scaled per
+// column and rounded once to self's dtype. More rows (prefill) dequantize
+// the weight times its scales to self's dtype in column blocks multiplied on
+// the tensor cores (dequantized_product.h). The result is a new contiguous
+// [m, n] tensor of self's dtype.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -24,6 +27,7 @@
 #include "devices/cuda/libraries/cublaslt_api.h"
 #include "shims/common/int_mm_args.h"
 #include "shims/cuda/cuda_shims.h"
+#include "shims/cuda/dequantized_product.h"
 #include "shims/cuda/lt_algo_cache.h"
 #include "shims/cuda/lt_matmul.h"
 #include "shims/cuda/op_util.h"
@@ -32,6 +36,10 @@ using namespace kiln;
 using namespace kiln::cudadev;
 
 namespace {
+
+// Rows of self up to which the direct kernel runs: it reads the weight once
+// per four rows, so past a few groups the tensor cores win.
+constexpr int64_t kInt8DirectRows = 16;
 
 Error same_device(const TensorRef& t, const TensorRef& ref, const char* name, const char* ref_name) {
   if (t.device_index != ref.device_index)
@@ -170,10 +178,20 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int8pack_mm(AtenTensorHa
     const int64_t m = x.sizes[0], k = x.sizes[1], n = w.sizes[0];
     KILN_ASSIGN_OR_RETURN(OwnedHandle result, new_contiguous(std::vector<int64_t>{m, n}, x.dtype, x.device_index));
     KILN_ASSIGN_OR_RETURN(TensorRef r, read_tensor(result.get(), "ret0"));
-    KILN_RETURN_IF_ERROR(launch_weight_int8pack_mm(x.data, x.strides[0], x.strides[1],
-                                                   {static_cast<const int8_t*>(w.data), w.strides[0], w.strides[1]},
-                                                   s.data, s.strides[0], x.dtype, r.data, m, n, k,
-                                                   current_stream(x.device_index)));
+    const StridedMatrix<const int8_t> wm{static_cast<const int8_t*>(w.data), w.strides[0], w.strides[1]};
+    // The kernels launch on self's device whichever device is current.
+    ScopedDevice scoped(x.device_index);
+    KILN_RETURN_IF_ERROR(scoped.status());
+    cudaStream_t stream = current_stream(x.device_index);
+    if (m <= kInt8DirectRows || n == 0 || k == 0) {
+      KILN_RETURN_IF_ERROR(launch_weight_int8pack_mm(x.data, x.strides[0], x.strides[1], wm, s.data, s.strides[0],
+                                                     x.dtype, r.data, m, n, k, stream));
+    } else {
+      auto block = [&](int64_t j0, int64_t cols, void* out, cudaStream_t st) {
+        return launch_dequantize_int8_rows(wm, s.data, s.strides[0], x.dtype, j0, cols, k, out, st);
+      };
+      KILN_RETURN_IF_ERROR(dequantized_product(x, n, 1, block, r, stream));
+    }
     return return_handle(result, ret0, "ret0");
   });
 }

@@ -27,7 +27,7 @@
 
 #include "devices/cuda/kernels/int4_mm_kernel.h"
 #include "shims/cuda/cuda_shims.h"
-#include "shims/cuda/matmul.h"
+#include "shims/cuda/dequantized_product.h"
 #include "shims/cuda/op_util.h"
 
 using namespace kiln;
@@ -82,42 +82,9 @@ Error int4pack_args(const TensorRef& x, const TensorRef& w, int64_t group_size, 
 
 // Up to this many rows the direct kernel runs (it reads the packed weight
 // once per four rows); past it the weight is dequantized to bfloat16 in
-// column blocks and multiplied on the tensor cores by cuBLASLt, as ATen's
-// kernel multiplies its bfloat16-dequantized tiles.
+// column blocks multiplied on the tensor cores (dequantized_product.h), as
+// ATen's kernel multiplies its bfloat16-dequantized tiles.
 constexpr int64_t kDirectRows = 16;
-// The dequantized block's size: bounded so the temporary stays small next
-// to the weights of a large layer (a whole 4096 x 14336 layer would take 112 MiB).
-constexpr int64_t kBlockBytes = int64_t{32} << 20;
-
-// out (r, m x n) = x @ W^T in column blocks: each block of W (whole 8-column
-// tiles, row-major [cols, k] bfloat16) is written to one reused temporary,
-// then out's columns [j0, j0 + cols) = x @ block^T (block^T: [k, cols],
-// strides {1, k}) through the shared product, on the same stream, so a
-// block is overwritten only after the product that reads it.
-Error dequantized_product(const TensorRef& x, const Int4PackedWeight& packed, const TensorRef& q, int64_t group_size,
-                          const TensorRef& r, cudaStream_t stream) {
-  const int64_t m = x.sizes[0], k = x.sizes[1], n = r.sizes[1];
-  int64_t cols = kBlockBytes / (2 * k) / 8 * 8;
-  if (cols < 8) cols = 8;
-  if (cols > n) cols = n;
-  KILN_ASSIGN_OR_RETURN(DeviceBuffer block,
-                        DeviceBuffer::allocate(static_cast<size_t>(cols * k) * 2, x.device_index, stream));
-  for (int64_t j0 = 0; j0 < n; j0 += cols) {
-    const int64_t width = n - j0 < cols ? n - j0 : cols;
-    KILN_RETURN_IF_ERROR(launch_dequantize_int4pack(packed, q.data, q.strides[0], q.strides[1], q.strides[2],
-                                                    group_size, j0 / 8, width / 8, k, block.get(), stream));
-    TensorRef wt = x;
-    wt.data = block.get();
-    wt.sizes = {k, width};
-    wt.strides = {1, k};
-    TensorRef out = r;
-    out.data = static_cast<uint16_t*>(r.data) + j0;
-    out.sizes = {m, width};
-    out.strides = {n, 1};
-    KILN_RETURN_IF_ERROR(matmul_into(out, x, wt, 1.0, 0.0));
-  }
-  return Error::Ok;
-}
 
 }  // namespace
 
@@ -148,7 +115,11 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHa
                                                      q.strides[0], q.strides[1], q.strides[2], qGroupSize, r.data, m,
                                                      n, k, stream));
     } else {
-      KILN_RETURN_IF_ERROR(dequantized_product(x, packed, q, qGroupSize, r, stream));
+      auto block = [&](int64_t j0, int64_t cols, void* out, cudaStream_t s) {
+        return launch_dequantize_int4pack(packed, q.data, q.strides[0], q.strides[1], q.strides[2], qGroupSize,
+                                          j0 / 8, cols / 8, k, out, s);
+      };
+      KILN_RETURN_IF_ERROR(dequantized_product(x, n, 8, block, r, stream));
     }
     return return_handle(result, ret0, "ret0");
   });

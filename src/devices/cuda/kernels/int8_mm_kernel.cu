@@ -59,10 +59,30 @@ __device__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 template <>
 __device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
-template <typename T>
+// How a lane reads its weight row: 16 int8 at a time (one 16-byte load: a
+// warp's load is 512 contiguous bytes, enough in flight to stream the weight
+// near the memory's bandwidth), 4 at a time, or one by one for other strides.
+enum class RowLoad { Bytes16, Bytes4, Scalar };
+
+template <typename T, int kBytes>
+__device__ inline void dot_chunk(const int8_t (&wv)[kBytes], const T* xr, int64_t x_rs, int64_t x_cs, int64_t c,
+                                 int rows, float (&acc)[kRows]) {
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    if (r < rows) {
+      const T* p = xr + r * x_rs + c * x_cs;
+      float sum = 0.0f;
+#pragma unroll
+      for (int b = 0; b < kBytes; ++b) sum += static_cast<float>(wv[b]) * to_float(p[b * x_cs]);
+      acc[r] += sum;
+    }
+  }
+}
+
+template <typename T, RowLoad kLoad>
 __global__ void __launch_bounds__(kWarps * 32)
     weight_int8pack_kernel(const T* x, int64_t x_rs, int64_t x_cs, StridedMatrix<const int8_t> w, const T* scales,
-                           int64_t scales_stride, T* out, int64_t m, int64_t n, int64_t k, bool vector_w) {
+                           int64_t scales_stride, T* out, int64_t m, int64_t n, int64_t k) {
   const int lane = threadIdx.x & 31;
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
   if (j >= n) return;  // whole warps leave; nothing below synchronises the block
@@ -74,23 +94,25 @@ __global__ void __launch_bounds__(kWarps * 32)
     const T* xr = x + r0 * x_rs;
     float acc[kRows] = {};
     int64_t tail = 0;  // first column the scalar loop below takes
-    if (vector_w) {
-      const int64_t k4 = k / 4;
-      const auto* w4 = reinterpret_cast<const char4*>(wrow);
-      for (int64_t q = lane; q < k4; q += 32) {
-        const char4 wv = w4[q];
-        const int64_t c = q * 4;
-#pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-          if (r < rows) {
-            const T* p = xr + r * x_rs + c * x_cs;
-            acc[r] += static_cast<float>(wv.x) * to_float(p[0]) + static_cast<float>(wv.y) * to_float(p[x_cs]) +
-                      static_cast<float>(wv.z) * to_float(p[2 * x_cs]) +
-                      static_cast<float>(wv.w) * to_float(p[3 * x_cs]);
-          }
-        }
+    if constexpr (kLoad == RowLoad::Bytes16) {
+      const int64_t chunks = k / 16;
+      const auto* w16 = reinterpret_cast<const int4*>(wrow);
+      for (int64_t q = lane; q < chunks; q += 32) {
+        const int4 raw = w16[q];
+        int8_t wv[16];
+        memcpy(wv, &raw, 16);
+        dot_chunk<T, 16>(wv, xr, x_rs, x_cs, q * 16, rows, acc);
       }
-      tail = k4 * 4;
+      tail = chunks * 16;
+    } else if constexpr (kLoad == RowLoad::Bytes4) {
+      const int64_t chunks = k / 4;
+      const auto* w4 = reinterpret_cast<const char4*>(wrow);
+      for (int64_t q = lane; q < chunks; q += 32) {
+        const char4 raw = w4[q];
+        const int8_t wv[4] = {raw.x, raw.y, raw.z, raw.w};
+        dot_chunk<T, 4>(wv, xr, x_rs, x_cs, q * 4, rows, acc);
+      }
+      tail = chunks * 4;
     }
     for (int64_t c = tail + lane; c < k; c += 32) {
       const float wv = static_cast<float>(wrow[c * w.cs]);
@@ -113,15 +135,54 @@ template <typename T>
 Error launch_int8pack_typed(const void* x, int64_t x_rs, int64_t x_cs, StridedMatrix<const int8_t> w,
                             const void* scales, int64_t scales_stride, void* out, int64_t m, int64_t n, int64_t k,
                             cudaStream_t stream) {
-  const bool vector_w = w.cs == 1 && (w.rs % 4 == 0 || n == 1) && reinterpret_cast<uintptr_t>(w.ptr) % 4 == 0;
+  const auto base = reinterpret_cast<uintptr_t>(w.ptr);
+  const bool rows_contiguous = w.cs == 1 || k == 1;
+  const auto aligned = [&](int64_t bytes) {
+    return rows_contiguous && (w.rs % bytes == 0 || n == 1) && base % bytes == 0;
+  };
   const int64_t col_blocks = (n + kWarps - 1) / kWarps;
   const int64_t row_groups = (m + kRows - 1) / kRows;
   const dim3 grid(static_cast<unsigned>(col_blocks),
                   static_cast<unsigned>(row_groups < kMaxGridY ? row_groups : kMaxGridY));
-  weight_int8pack_kernel<T><<<grid, kWarps * 32, 0, stream>>>(static_cast<const T*>(x), x_rs, x_cs, w,
-                                                              static_cast<const T*>(scales), scales_stride,
-                                                              static_cast<T*>(out), m, n, k, vector_w);
+  const auto* xt = static_cast<const T*>(x);
+  const auto* st = static_cast<const T*>(scales);
+  auto* ot = static_cast<T*>(out);
+  if (aligned(16))
+    weight_int8pack_kernel<T, RowLoad::Bytes16><<<grid, kWarps * 32, 0, stream>>>(xt, x_rs, x_cs, w, st,
+                                                                                  scales_stride, ot, m, n, k);
+  else if (aligned(4))
+    weight_int8pack_kernel<T, RowLoad::Bytes4><<<grid, kWarps * 32, 0, stream>>>(xt, x_rs, x_cs, w, st,
+                                                                                 scales_stride, ot, m, n, k);
+  else
+    weight_int8pack_kernel<T, RowLoad::Scalar><<<grid, kWarps * 32, 0, stream>>>(xt, x_rs, x_cs, w, st,
+                                                                                 scales_stride, ot, m, n, k);
   return cuda_status(cudaGetLastError(), "launching the weight_int8pack_mm kernel");
+}
+
+// One thread per weight element of rows [j0, j0 + rows), the column running
+// fastest (consecutive threads read consecutive bytes of a row-major weight).
+template <typename T>
+__global__ void dequantize_int8_rows_kernel(StridedMatrix<const int8_t> w, const T* scales, int64_t scales_stride,
+                                            int64_t j0, int64_t rows, int64_t k, T* out) {
+  const int64_t total = rows * k;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t j = j0 + idx / k, c = idx % k;
+    out[idx] = from_float<T>(static_cast<float>(w.ptr[j * w.rs + c * w.cs]) * to_float(scales[j * scales_stride]));
+  }
+}
+
+template <typename T>
+Error launch_dequantize_typed(StridedMatrix<const int8_t> w, const void* scales, int64_t scales_stride, int64_t j0,
+                              int64_t rows, int64_t k, void* out, cudaStream_t stream) {
+  const int64_t total = rows * k;
+  if (total == 0) return Error::Ok;
+  constexpr int kThreads = 256;
+  const int64_t blocks = (total + kThreads - 1) / kThreads;
+  dequantize_int8_rows_kernel<T><<<static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8), kThreads, 0,
+                                   stream>>>(w, static_cast<const T*>(scales), scales_stride, j0, rows, k,
+                                             static_cast<T*>(out));
+  return cuda_status(cudaGetLastError(), "launching the int8 weight dequantization kernel");
 }
 
 }  // namespace
@@ -134,6 +195,20 @@ Error launch_int_mm_tiled(StridedMatrix<const int8_t> a, StridedMatrix<const int
   const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(row_tiles < kMaxGridY ? row_tiles : kMaxGridY));
   int_mm_tiled_kernel<<<grid, dim3(kTile, kTile), 0, stream>>>(a, b, out, m, n, k);
   return cuda_status(cudaGetLastError(), "launching the _int_mm kernel");
+}
+
+Error launch_dequantize_int8_rows(StridedMatrix<const int8_t> w, const void* scales, int64_t scales_stride,
+                                  DType dtype, int64_t j0, int64_t rows, int64_t k, void* out, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::Float32:
+      return launch_dequantize_typed<float>(w, scales, scales_stride, j0, rows, k, out, stream);
+    case DType::Float16:
+      return launch_dequantize_typed<__half>(w, scales, scales_stride, j0, rows, k, out, stream);
+    case DType::BFloat16:
+      return launch_dequantize_typed<__nv_bfloat16>(w, scales, scales_stride, j0, rows, k, out, stream);
+    default:
+      return set_error(Error::NotSupported, std::string("int8 weight dequantization to ") + dtype_name(dtype));
+  }
 }
 
 Error launch_weight_int8pack_mm(const void* x, int64_t x_rs, int64_t x_cs, StridedMatrix<const int8_t> w,

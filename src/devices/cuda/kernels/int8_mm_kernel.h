@@ -31,10 +31,16 @@ Error launch_int_mm_tiled(StridedMatrix<const int8_t> a, StridedMatrix<const int
 /// per column j, dot products in float32 rounded once to x's dtype. x and
 /// scales are float32, bfloat16 or float16 (`dtype`); x has any strides,
 /// scales stride `scales_stride`. Each weight row is read once per group of
-/// up to four rows of x, in 4-byte loads when its rows are contiguous and
-/// 4-byte aligned.
+/// up to four rows of x, in 16-byte loads when its rows are contiguous and
+/// 16-byte aligned (4-byte loads when 4-byte aligned).
 Error launch_weight_int8pack_mm(const void* x, int64_t x_rs, int64_t x_cs, StridedMatrix<const int8_t> w,
                                 const void* scales, int64_t scales_stride, DType dtype, void* out, int64_t m,
                                 int64_t n, int64_t k, cudaStream_t stream);
+
+/// Weight rows [j0, j0 + rows) times their scales, rounded to `dtype` (that
+/// of the scales), into `out`: row-major [rows, k]. The operand of a
+/// library product when x has many rows.
+Error launch_dequantize_int8_rows(StridedMatrix<const int8_t> w, const void* scales, int64_t scales_stride,
+                                  DType dtype, int64_t j0, int64_t rows, int64_t k, void* out, cudaStream_t stream);
 
 }  // namespace kiln::cudadev
