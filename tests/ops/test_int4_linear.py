@@ -85,7 +85,7 @@ def check(got, want):
 
 @pytest.mark.parametrize("rows", [1, 2, 3, 4, 5, 8, 17, 300])
 @pytest.mark.parametrize("k,group", [(64, 32), (64, 64), (256, 32), (256, 64), (256, 128), (256, 256),
-                                     (240, 48), (4096, 128)])
+                                     (240, 48), (384, 96), (4096, 128)])
 def test_rows_and_group_sizes_float32(lib, rows, k, group):
     n = 96 if k < 4096 else 40
     x, qweight, scale_zero = make(rows, k, n, group, seed=rows * 7 + k + group)

@@ -30,6 +30,17 @@ void unpack_int4_row(const uint8_t* bytes, int64_t k, int64_t group, const float
 /// the weight for `group`, so dots of the two are the same products.
 void order_like_int4(const float* x, int64_t k, int64_t group, float* out) noexcept;
 
+/// Whether int4_dot_rows takes groups of `group` codes on this CPU (AVX-512,
+/// group a multiple of 32); else unpack_int4_row and dot_rows give the same.
+bool int4_dot_rows_available(int64_t group) noexcept;
+
+/// out[r] = sum_i w[i] * x[r * ldx + i] for the int4 row unpack_int4_row
+/// would write (same arguments), without writing it: x's rows in
+/// order_like_int4's order, xsum[r * (k / group) + g] the sum of row r's
+/// values in group g. Only where int4_dot_rows_available(group).
+void int4_dot_rows(const uint8_t* bytes, int64_t k, int64_t group, const float* scale_zero, const float* x, int64_t ldx,
+                   const float* xsum, int64_t rows, float* out) noexcept;
+
 /// k int8 values as floats.
 void int8_to_float(const int8_t* w, int64_t k, float* out) noexcept;
 

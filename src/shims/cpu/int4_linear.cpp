@@ -31,10 +31,11 @@ using namespace kiln::cpu;
 
 namespace {
 
-// Weight rows a prefill block dequantizes at most: 128 rows of K = 4096 are
-// 2 MiB of float32 a thread, and the GEMM's cost per block dwarfs the x
-// panel it repacks per block.
-constexpr int64_t kMaxBlockRows = 128;
+// Weight rows a prefill block dequantizes: 64 rows of K = 4096 are 1 MiB of
+// float32 a thread; the GEMM's work per block (rows x 64 x K) dwarfs the x
+// panel BLAS repacks per block. Fixed, not sized by the thread count, so a
+// result does not depend on how many threads computed it.
+constexpr int64_t kBlockRows = 64;
 
 struct Int4Args {
   const Tensor* x;
@@ -54,6 +55,20 @@ class RowReader {
 
   // Row n dequantized into `out` (K floats, in unpack_int4_row's order).
   void unpack(int64_t n, float* out) {
+    const uint8_t* bytes = read(n);
+    unpack_int4_row(bytes, a_.plan.k, a_.group, scale_zero_.data(), out);
+  }
+
+  // Row n dotted with `rows` rows of x (int4_dot_rows).
+  void dot(int64_t n, const float* x, const float* xsum, int64_t rows, float* out) {
+    const uint8_t* bytes = read(n);
+    int4_dot_rows(bytes, a_.plan.k, a_.group, scale_zero_.data(), x, a_.plan.k, xsum, rows, out);
+  }
+
+ private:
+  // Row n's bytes (gathered when qweight is strided along K) and its scales
+  // and zeros as float32 pairs in scale_zero_.
+  const uint8_t* read(int64_t n) {
     const Tensor& q = *a_.qweight;
     const uint8_t* bytes = q.data<uint8_t>() + n * q.stride(0);
     if (!gathered_.empty()) {
@@ -71,10 +86,9 @@ class RowReader {
       scale_zero_[static_cast<size_t>(2 * g)] = read_float(base + static_cast<size_t>(at) * es, dt);
       scale_zero_[static_cast<size_t>(2 * g + 1)] = read_float(base + static_cast<size_t>(at + s2) * es, dt);
     }
-    unpack_int4_row(bytes, a_.plan.k, a_.group, scale_zero_.data(), out);
+    return bytes;
   }
 
- private:
   const Int4Args& a_;
   std::vector<uint8_t> gathered_;
   std::vector<float> scale_zero_;
@@ -106,13 +120,32 @@ Error few_rows(const Int4Args& a, const float* x, float* out) {
   const int64_t rows = a.plan.rows, k = a.plan.k, n = a.plan.n;
   // Ranges of at least ~64K weight elements: one row costs K multiply-adds per x row.
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / k);
+  const bool fused = int4_dot_rows_available(a.group);
+  // The per-group sums of x the fused dot takes its zero points' term from.
+  std::vector<float> xsum;
+  if (fused) {
+    const int64_t groups = a.plan.groups;
+    xsum.assign(static_cast<size_t>(rows * groups), 0.0f);
+    // x is deinterleaved: group g's values are at g * group / 2 in both halves.
+    const int64_t half = a.group / 2;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t g = 0; g < groups; ++g) {
+        float sum = 0.0f;
+        for (int64_t j = g * half; j < (g + 1) * half; ++j) sum += x[r * k + j] + x[r * k + k / 2 + j];
+        xsum[static_cast<size_t>(r * groups + g)] = sum;
+      }
+  }
   return parallel_for(n, grain, [&](int64_t begin, int64_t end) -> Error {
     RowReader reader(a);
-    std::vector<float> w(static_cast<size_t>(k));
+    std::vector<float> w(fused ? 0 : static_cast<size_t>(k));
     float acc[kQuantizedDotMaxRows];
     for (int64_t j = begin; j < end; ++j) {
-      reader.unpack(j, w.data());
-      dot_rows(w.data(), k, x, k, rows, acc);
+      if (fused) {
+        reader.dot(j, x, xsum.data(), rows, acc);
+      } else {
+        reader.unpack(j, w.data());
+        dot_rows(w.data(), k, x, k, rows, acc);
+      }
       for (int64_t r = 0; r < rows; ++r) out[r * n + j] = acc[r];
     }
     return Error::Ok;
@@ -122,10 +155,7 @@ Error few_rows(const Int4Args& a, const float* x, float* out) {
 // Prefill: blocks of weight rows dequantized, then one GEMM per block.
 Error many_rows(const Int4Args& a, const float* x, float* out) {
   const int64_t rows = a.plan.rows, k = a.plan.k, n = a.plan.n;
-  // Enough blocks for every thread, each a multiple of 16 rows.
-  const int64_t threads = parallel_threads();
-  int64_t block = std::min<int64_t>(kMaxBlockRows, (n + threads - 1) / threads);
-  block = std::max<int64_t>(16, (block + 15) / 16 * 16);
+  const int64_t block = kBlockRows;
   const int64_t blocks = (n + block - 1) / block;
   const bool small = rows <= kSmallGemmMaxRows && small_gemm_available();
   return parallel_for(blocks, 1, [&](int64_t begin, int64_t end) -> Error {

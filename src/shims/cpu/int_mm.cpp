@@ -34,8 +34,9 @@ std::vector<int32_t> int8_matrix(const Tensor& t) {
   return v;
 }
 
-// Weight rows a prefill block widens to float32 at most (2 MiB a thread at K = 4096).
-constexpr int64_t kMaxBlockRows = 128;
+// Weight rows a prefill block widens to float32 (1 MiB a thread at K = 4096);
+// fixed, so a result does not depend on the thread count.
+constexpr int64_t kBlockRows = 64;
 
 // Row n of an int8 weight [N, K]: its own memory when unit-stride along K,
 // else gathered into `scratch`.
@@ -68,9 +69,7 @@ Error int8_few_rows(const Tensor& w, const float* x, int64_t m, float* out) {
 // per-thread buffer, one GEMM per block; never the whole weight as floats.
 Error int8_many_rows(const Tensor& w, const float* x, int64_t m, float* out) {
   const int64_t n = w.size(0), k = w.size(1);
-  const int64_t threads = parallel_threads();
-  int64_t block = std::min<int64_t>(kMaxBlockRows, (n + threads - 1) / threads);
-  block = std::max<int64_t>(16, (block + 15) / 16 * 16);
+  const int64_t block = kBlockRows;
   const int64_t blocks = (n + block - 1) / block;
   const bool small = m <= kSmallGemmMaxRows && small_gemm_available();
   return parallel_for(blocks, 1, [&](int64_t begin, int64_t end) -> Error {
