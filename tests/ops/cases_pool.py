@@ -384,6 +384,17 @@ def _weight_int8pack_mm(g):
     for m, n, k in ((1, 33, 100), (3, 9, 37), (6, 20, 132)):
         yield Case(dict(self=g.tensor((m, k)), mat2=_int8(g, (n, k)), scales=g.tensor((n,))),
                    reference=_int8pack_reference, id=f"m{m}-n{n}-k{k}", rtol=1e-4, atol=1e-3)
+    # Both paths: up to 4 rows stream the int8 rows; from 5 rows on, blocks of widened weight rows go through
+    # the GEMM (the small-row kernel up to 8 rows, BLAS beyond), in blocks of up to 128 weight rows.
+    for m, n, k, dt in ((4, 130, 96, torch.float32), (5, 130, 96, torch.float32), (8, 40, 70, torch.bfloat16),
+                        (9, 300, 64, torch.float16), (2, 70, 200, torch.bfloat16), (300, 768, 1024, torch.float32)):
+        yield Case(dict(self=g.tensor((m, k), dt), mat2=_int8(g, (n, k)), scales=g.tensor((n,), dt, low=0.001, high=0.01)),
+                   reference=_int8pack_reference, id=f"m{m}-n{n}-k{k}-{str(dt)[6:]}",
+                   **(dict(rtol=1e-4, atol=1e-3) if dt == torch.float32 else _mm_tol(dt)))
+    # The weight as a transposed view (unit stride along N, not K), both paths.
+    for m in (1, 6):
+        yield Case(dict(self=g.tensor((m, 48)), mat2=_int8(g, (48, 33)).t(), scales=g.tensor((33,))),
+                   reference=_int8pack_reference, id=f"mat2-transposed-m{m}", rtol=1e-4, atol=1e-3)
     yield Case(dict(self=g.tensor((5, 16)), mat2=_int8(g, (7, 8)), scales=g.tensor((7,))), error="mat2", id="mismatch")
     yield Case(dict(self=g.tensor((5, 16)), mat2=_int8(g, (7, 16)), scales=g.tensor((6,))), error="scales",
                id="bad-scales")

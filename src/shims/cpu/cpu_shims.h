@@ -32,6 +32,14 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_rms_norm_linear(AtenTensorHandle 
 /// offs[G-1]. offs out of order or past S is an error naming the value.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_grouped_mm(AtenTensorHandle input, AtenTensorHandle weight,
                                                           AtenTensorHandle offs, AtenTensorHandle* ret0);
+/// Kiln's op kiln::int4_linear (python/kiln/exporter/kiln_ops.py): x [..., K] float32,
+/// bfloat16 or float16 (any strides); qweight uint8 [N, K/2], byte j of row n the 4-bit codes
+/// of k = 2j (low nibble) and 2j + 1 (high); scale_zero [N, K/group_size, 2] of a float dtype,
+/// w[n, k] = (code - 8) * scale + zero. *ret0 [..., N] (x's dtype, contiguous) = x @ w^T in
+/// float32, rounded once. K even, group_size > 0 dividing K.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_int4_linear(AtenTensorHandle x, AtenTensorHandle qweight,
+                                                           AtenTensorHandle scale_zero, int64_t group_size,
+                                                           AtenTensorHandle* ret0);
 /// aten::convolution (1-3 spatial dims, batched input); bias may be null; *ret0 is a new reference.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_convolution(
     AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,

@@ -2,7 +2,10 @@
 // integer products of int8-quantized models. _int_mm: int8 @ int8 summed in
 // int32 (wrapping, as ATen). _weight_int8pack_mm: activations (float32,
 // bfloat16 or float16) times an int8 weight stored (N, K), scaled per output
-// column, in float32 through BLAS and rounded once to the activations' dtype.
+// column, summed in float32 and rounded once to the activations' dtype: few
+// rows (decode) stream the int8 weight once, row by row; more rows go through
+// the float32 GEMM in blocks of weight rows widened to float32.
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -10,6 +13,8 @@
 #include "devices/cpu/float_io.h"
 #include "devices/cpu/gemm.h"
 #include "devices/cpu/parallel_for.h"
+#include "devices/cpu/quantized_rows.h"
+#include "devices/cpu/small_gemm.h"
 #include "shims/cpu/cpu_shims.h"
 #include "shims/cpu/op_args.h"
 #include "shims/common/int_mm_args.h"
@@ -27,6 +32,61 @@ std::vector<int32_t> int8_matrix(const Tensor& t) {
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) v[i * cols + j] = p[i * t.stride(0) + j * t.stride(1)];
   return v;
+}
+
+// Weight rows a prefill block widens to float32 (1 MiB a thread at K = 4096);
+// fixed, so a result does not depend on the thread count.
+constexpr int64_t kBlockRows = 64;
+
+// Row n of an int8 weight [N, K]: its own memory when unit-stride along K,
+// else gathered into `scratch`.
+const int8_t* int8_weight_row(const Tensor& w, int64_t n, std::vector<int8_t>& scratch) {
+  const int8_t* row = w.data<int8_t>() + n * w.stride(0);
+  const int64_t s1 = w.stride(1), k = w.size(1);
+  if (s1 == 1 || k <= 1) return row;
+  scratch.resize(static_cast<size_t>(k));
+  for (int64_t j = 0; j < k; ++j) scratch[static_cast<size_t>(j)] = row[j * s1];
+  return scratch.data();
+}
+
+// Few rows (decode): the int8 weight streamed once, each row dotted with
+// every activation row straight from its bytes; out = x @ w^T (unscaled).
+Error int8_few_rows(const Tensor& w, const float* x, int64_t m, float* out) {
+  const int64_t n = w.size(0), k = w.size(1);
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / k);
+  return parallel_for(n, grain, [&](int64_t begin, int64_t end) -> Error {
+    std::vector<int8_t> scratch;
+    float acc[kQuantizedDotMaxRows];
+    for (int64_t j = begin; j < end; ++j) {
+      int8_dot_rows(int8_weight_row(w, j, scratch), k, x, k, m, acc);
+      for (int64_t i = 0; i < m; ++i) out[i * n + j] = acc[i];
+    }
+    return Error::Ok;
+  });
+}
+
+// More rows (prefill): blocks of weight rows widened to float32 in a
+// per-thread buffer, one GEMM per block; never the whole weight as floats.
+Error int8_many_rows(const Tensor& w, const float* x, int64_t m, float* out) {
+  const int64_t n = w.size(0), k = w.size(1);
+  const int64_t block = kBlockRows;
+  const int64_t blocks = (n + block - 1) / block;
+  const bool small = m <= kSmallGemmMaxRows && small_gemm_available();
+  return parallel_for(blocks, 1, [&](int64_t begin, int64_t end) -> Error {
+    std::vector<int8_t> scratch;
+    std::vector<float> fw(static_cast<size_t>(std::min(block, n) * k));
+    for (int64_t b = begin; b < end; ++b) {
+      const int64_t n0 = b * block, nb = std::min(block, n - n0);
+      for (int64_t j = 0; j < nb; ++j) int8_to_float(int8_weight_row(w, n0 + j, scratch), k, fw.data() + j * k);
+      if (small) {
+        small_gemm(m, nb, k, 1.0f, x, k, fw.data(), k, 0.0f, out + n0, n);
+      } else {
+        const MatrixView<const float> wt{fw.data(), nb, k, k, 1};
+        KILN_RETURN_IF_ERROR(gemm<float>({x, m, k, k, 1}, wt.transposed(), {out + n0, m, nb, n, 1}, 1.0f, 0.0f));
+      }
+    }
+    return Error::Ok;
+  });
 }
 
 }  // namespace
@@ -73,14 +133,19 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__weight_int8pack_mm(AtenTensorHan
         aoti::weight_int8pack_args(dt, a->sizes(), w->dtype(), w->sizes(), sc->dtype(), sc->sizes()));
     const int64_t m = a->size(0), k = a->size(1), n = w->size(0);
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(std::vector<int64_t>{m, n}, dt));
-    std::vector<float> fa = to_floats(*a), fs = to_floats(*sc);
-    std::vector<float> fw(static_cast<size_t>(n * k));
-    const int8_t* pw = w->data<int8_t>();
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < k; ++j) fw[i * k + j] = pw[i * w->stride(0) + j * w->stride(1)];
+    if (result.numel() == 0) return return_tensor(std::move(result), ret0, "ret0");
+    std::vector<float> x_scratch;
+    const float* x = contiguous_floats(*a, x_scratch);
+    const std::vector<float> fs = to_floats(*sc);
     std::vector<float> fc(static_cast<size_t>(m * n));
-    const MatrixView<const float> wt{fw.data(), n, k, k, 1};
-    KILN_RETURN_IF_ERROR(gemm<float>({fa.data(), m, k, k, 1}, wt.transposed(), {fc.data(), m, n, n, 1}, 1.0f, 0.0f));
+    if (k == 0) {
+      std::fill(fc.begin(), fc.end(), 0.0f);
+    } else if (m <= kQuantizedDotMaxRows) {
+      KILN_RETURN_IF_ERROR(int8_few_rows(*w, x, m, fc.data()));
+    } else {
+      KILN_RETURN_IF_ERROR(int8_many_rows(*w, x, m, fc.data()));
+    }
+    // The scale multiplies the finished float32 sum, as ATen's kernel does.
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) fc[i * n + j] *= fs[j];
     store_floats(fc.data(), result);

@@ -997,4 +997,81 @@ TEST(CpuGemm, SplitProductsMatchWithAnyThreadCount) {
   }
 }
 
+// A contiguous int8 (dtype 1) or uint8 (dtype 0) tensor of `sizes` holding `bytes`.
+void make_bytes(Handle& t, const std::vector<uint8_t>& bytes, const std::vector<int64_t>& sizes, int32_t dtype) {
+  const std::vector<int64_t> strides = contiguous(sizes);
+  ASSERT_EQ(aoti_torch_empty_strided(static_cast<int64_t>(sizes.size()), sizes.data(), strides.data(), dtype, 0, 0,
+                                     t.out()),
+            0)
+      << kiln::last_error_message();
+  void* p = nullptr;
+  ASSERT_EQ(aoti_torch_get_data_ptr(t, &p), 0);
+  std::copy(bytes.begin(), bytes.end(), static_cast<uint8_t*>(p));
+}
+
+std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 7;
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    b = static_cast<uint8_t>(s >> 56);
+  }
+  return v;
+}
+
+TEST(CpuQuantizedLinear, SplitOverTheCallsTeam) {
+  // The weight-only quantized products split their output columns (decode) or
+  // blocks of 64 weight rows (prefill) over the call's team. Each column is
+  // computed the same way on whichever thread: decode results are bit for bit
+  // those of one thread; prefill's match within float32 rounding (BLAS may
+  // pick other kernels per block, see CpuGemm below) and a double reference.
+  ASSERT_TRUE(gomp().can_fork()) << "libgomp.so.1 could not be opened";
+  const int64_t k = 256, n = 200, group = 64;
+  for (const int64_t m : {int64_t{1}, int64_t{3}, int64_t{6}, int64_t{40}}) {
+    const std::string name = "m=" + std::to_string(m);
+    std::vector<float> xv = random_values(static_cast<size_t>(m * k), 61);
+    std::vector<float> szv = random_values(static_cast<size_t>(n * (k / group) * 2), 62);
+    const std::vector<uint8_t> q4 = random_bytes(static_cast<size_t>(n * k / 2), 63);
+    const std::vector<uint8_t> q8 = random_bytes(static_cast<size_t>(n * k), 64);
+    std::vector<float> scales = random_values(static_cast<size_t>(n), 65);
+    std::vector<double> want4(static_cast<size_t>(m * n)), want8(static_cast<size_t>(m * n));
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) {
+        double s4 = 0.0, s8 = 0.0;
+        for (int64_t c = 0; c < k; ++c) {
+          const int code = (q4[j * (k / 2) + c / 2] >> (4 * (c % 2))) & 15;
+          const size_t g = static_cast<size_t>((j * (k / group) + c / group) * 2);
+          const double w4 = (code - 8.0) * szv[g] + szv[g + 1];
+          s4 += w4 * xv[i * k + c];
+          s8 += static_cast<double>(static_cast<int8_t>(q8[j * k + c])) * xv[i * k + c];
+        }
+        want4[i * n + j] = s4;
+        want8[i * n + j] = s8 * scales[j];
+      }
+    std::vector<float> one4, one8;
+    for (int threads : {1, 2, 3}) {
+      const OpenmpThreads::Scope scope(gomp(), threads);
+      const std::string t = name + ", " + std::to_string(threads) + " threads";
+      Handle x, sz, qw4, qw8, sc, r4, r8;
+      make(x, xv, {m, k}, {k, 1}, kF32);
+      make(sz, szv, {n, k / group, 2}, {k / group * 2, 2, 1}, kF32);
+      make(sc, scales, {n}, {1}, kF32);
+      make_bytes(qw4, q4, {n, k / 2}, 0);
+      make_bytes(qw8, q8, {n, k}, 1);
+      ASSERT_EQ(aoti_torch_cpu_int4_linear(x, qw4, sz, group, r4.out()), 0) << kiln::last_error_message();
+      ASSERT_EQ(aoti_torch_cpu__weight_int8pack_mm(x, qw8, sc, r8.out()), 0) << kiln::last_error_message();
+      const std::vector<float> got4 = read(r4), got8 = read(r8);
+      expect_close(got4, want4, 1e-4, "int4_linear " + t);
+      expect_close(got8, want8, 1e-4, "_weight_int8pack_mm " + t);
+      if (threads == 1) {
+        one4 = got4;
+        one8 = got8;
+      } else if (m <= 4) {
+        EXPECT_EQ(got4, one4) << "int4_linear " << t;
+        EXPECT_EQ(got8, one8) << "_weight_int8pack_mm " << t;
+      }
+    }
+  }
+}
+
 }  // namespace
