@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "kiln/dtype.h"
 #include "kiln/error.h"
@@ -57,6 +58,45 @@ inline Error weight_int8pack_args(DType self_dtype, std::span<const int64_t> sel
   if (scales.size() != 1 || scales[0] != n)
     return invalid("argument 'scales' has shape " + shape_string(scales) + ", expected [" + std::to_string(n) + "]");
   return Error::Ok;
+}
+
+/// Kiln's op kiln::int8_linear: x [..., K] (float32, bfloat16 or float16) @
+/// weight (N x K, int8) transposed, times scales (N, x's dtype): the product
+/// of _weight_int8pack_mm over x's rows, with x's leading dims kept.
+struct Int8LinearPlan {
+  int64_t rows = 0, k = 0, n = 0;
+  std::vector<int64_t> out_sizes;  ///< x's sizes with the last one N
+};
+
+inline Result<Int8LinearPlan> int8_linear_plan(DType x_dtype, std::span<const int64_t> x, DType weight_dtype,
+                                               std::span<const int64_t> weight, DType scales_dtype,
+                                               std::span<const int64_t> scales) {
+  if (x_dtype != DType::Float32 && x_dtype != DType::BFloat16 && x_dtype != DType::Float16)
+    return set_error(Error::NotSupported, std::string("int8_linear: argument 'x' has dtype ") + dtype_name(x_dtype) +
+                                              ", expected float32, bfloat16 or float16");
+  if (x.empty()) return invalid("int8_linear: argument 'x' must have at least 1 dimension [..., K], got a scalar");
+  if (weight_dtype != DType::Int8)
+    return invalid(std::string("int8_linear: argument 'weight' has dtype ") + dtype_name(weight_dtype) +
+                   ", expected int8");
+  if (scales_dtype != x_dtype)
+    return invalid(std::string("int8_linear: argument 'scales' has dtype ") + dtype_name(scales_dtype) +
+                   ", expected x's " + dtype_name(x_dtype));
+  const int64_t k = x.back();
+  if (weight.size() != 2 || weight[1] != k)
+    return invalid("int8_linear: argument 'weight' has shape " + shape_string(weight) + ", expected [N, " +
+                   std::to_string(k) + "]");
+  const int64_t n = weight[0];
+  if (scales.size() != 1 || scales[0] != n)
+    return invalid("int8_linear: argument 'scales' has shape " + shape_string(scales) + ", expected [" +
+                   std::to_string(n) + "]");
+  Int8LinearPlan plan;
+  plan.k = k;
+  plan.n = n;
+  plan.rows = 1;
+  for (size_t i = 0; i + 1 < x.size(); ++i) plan.rows *= x[i];
+  plan.out_sizes.assign(x.begin(), x.end());
+  plan.out_sizes.back() = n;
+  return plan;
 }
 
 }  // namespace kiln::aoti

@@ -4,7 +4,9 @@
 // bfloat16 or float16) times an int8 weight stored (N, K), scaled per output
 // column, summed in float32 and rounded once to the activations' dtype: few
 // rows (decode) stream the int8 weight once, row by row; more rows go through
-// the float32 GEMM in blocks of weight rows widened to float32.
+// the float32 GEMM in blocks of weight rows widened to float32. Kiln's op
+// kiln::int8_linear (aoti_torch_cpu_int8_linear) is the same product over
+// the rows of an x of any rank.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -89,6 +91,27 @@ Error int8_many_rows(const Tensor& w, const float* x, int64_t m, float* out) {
   });
 }
 
+// result [m, n] (any shape of m * n elements, contiguous, x's dtype) = the
+// contiguous float32 rows x [m, k] @ w^T, times sc per column: the product of
+// _weight_int8pack_mm and kiln::int8_linear.
+Error int8pack_into(const float* x, int64_t m, int64_t k, const Tensor& w, const Tensor& sc, Tensor& result) {
+  const int64_t n = w.size(0);
+  const std::vector<float> fs = to_floats(sc);
+  std::vector<float> fc(static_cast<size_t>(m * n));
+  if (k == 0) {
+    std::fill(fc.begin(), fc.end(), 0.0f);
+  } else if (m <= kQuantizedDotMaxRows) {
+    KILN_RETURN_IF_ERROR(int8_few_rows(w, x, m, fc.data()));
+  } else {
+    KILN_RETURN_IF_ERROR(int8_many_rows(w, x, m, fc.data()));
+  }
+  // The scale multiplies the finished float32 sum, as ATen's kernel does.
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) fc[i * n + j] *= fs[j];
+  store_floats(fc.data(), result);
+  return Error::Ok;
+}
+
 }  // namespace
 
 extern "C" {
@@ -135,20 +158,23 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__weight_int8pack_mm(AtenTensorHan
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(std::vector<int64_t>{m, n}, dt));
     if (result.numel() == 0) return return_tensor(std::move(result), ret0, "ret0");
     std::vector<float> x_scratch;
-    const float* x = contiguous_floats(*a, x_scratch);
-    const std::vector<float> fs = to_floats(*sc);
-    std::vector<float> fc(static_cast<size_t>(m * n));
-    if (k == 0) {
-      std::fill(fc.begin(), fc.end(), 0.0f);
-    } else if (m <= kQuantizedDotMaxRows) {
-      KILN_RETURN_IF_ERROR(int8_few_rows(*w, x, m, fc.data()));
-    } else {
-      KILN_RETURN_IF_ERROR(int8_many_rows(*w, x, m, fc.data()));
-    }
-    // The scale multiplies the finished float32 sum, as ATen's kernel does.
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) fc[i * n + j] *= fs[j];
-    store_floats(fc.data(), result);
+    KILN_RETURN_IF_ERROR(int8pack_into(contiguous_floats(*a, x_scratch), m, k, *w, *sc, result));
+    return return_tensor(std::move(result), ret0, "ret0");
+  });
+}
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_int8_linear(AtenTensorHandle x_h, AtenTensorHandle weight_h,
+                                                           AtenTensorHandle scales_h, AtenTensorHandle* ret0) {
+  return aoti::guarded("aoti_torch_cpu_int8_linear", [&]() -> Error {
+    KILN_ASSIGN_OR_RETURN(Tensor * x, cpu_tensor_arg(x_h, "x"));
+    KILN_ASSIGN_OR_RETURN(Tensor * w, cpu_tensor_arg(weight_h, "weight"));
+    KILN_ASSIGN_OR_RETURN(Tensor * sc, cpu_tensor_arg(scales_h, "scales"));
+    KILN_ASSIGN_OR_RETURN(aoti::Int8LinearPlan plan, aoti::int8_linear_plan(x->dtype(), x->sizes(), w->dtype(),
+                                                                            w->sizes(), sc->dtype(), sc->sizes()));
+    KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(plan.out_sizes, x->dtype()));
+    if (result.numel() == 0) return return_tensor(std::move(result), ret0, "ret0");
+    std::vector<float> x_scratch;  // x's elements in order: its rows [rows, K] contiguous
+    KILN_RETURN_IF_ERROR(int8pack_into(contiguous_floats(*x, x_scratch), plan.rows, plan.k, *w, *sc, result));
     return return_tensor(std::move(result), ret0, "ret0");
   });
 }

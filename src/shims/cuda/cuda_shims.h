@@ -58,6 +58,18 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_rms_norm_linear(AtenTensorHandle
 /// offs[G-1]. Does not synchronise; invalid offs are clamped on the device, not reported.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_grouped_mm(AtenTensorHandle input, AtenTensorHandle weight,
                                                            AtenTensorHandle offs, AtenTensorHandle* ret0);
+/// Kiln's op kiln::int8_linear: *ret0 [..., N] = (x [..., K] @ weight^T) * scales, weight
+/// int8 [N, K], scales [N] of x's dtype; _weight_int8pack_mm over x's rows
+/// (shims/common/int_mm_args.h).
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_int8_linear(AtenTensorHandle x, AtenTensorHandle weight,
+                                                            AtenTensorHandle scales, AtenTensorHandle* ret0);
+/// Kiln's op kiln::int4_linear: *ret0 [..., N] = x [..., K] @ W^T, W's 4-bit codes two a
+/// byte in qweight [N, K / 2] (k even in the low nibble), dequantized as (code - 8) *
+/// scale + zero with (scale, zero) = scale_zero[n, k / group_size]; float32 sums rounded
+/// once to x's dtype (float32, float16, bfloat16). Checks in shims/common/int4_linear_args.h.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_int4_linear(AtenTensorHandle x, AtenTensorHandle qweight,
+                                                            AtenTensorHandle scale_zero, int64_t group_size,
+                                                            AtenTensorHandle* ret0);
 /// out = self @ mat2 (2-D), cuBLASLt. out is preallocated with the result shape.
 /// mm, addmm, bmm, mm_dtype, baddbmm, addbmm and addmv take float16, bfloat16, float32, float64,
 /// complex64 and complex128 (no integers, as ATen's CUDA kernels).
@@ -139,6 +151,23 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__flash_attention_forward(
     int32_t return_debug_mask, double* scale, int64_t* window_size_left, int64_t* window_size_right,
     AtenTensorHandle* seqused_k, AtenTensorHandle* alibi_slopes, AtenTensorHandle* ret0, AtenTensorHandle* ret1,
     AtenTensorHandle* ret2, AtenTensorHandle* ret3, AtenTensorHandle* ret4);
+/// aten::_efficient_attention_forward (attention_forward.cpp): [B, M, H, K]
+/// inputs, packed along M with B = 1 when cu_seqlens_q/cu_seqlens_k (int32)
+/// are given; float32/float16/bfloat16; custom_mask_type 0 none, 1 causal
+/// from the top left, 2 from the bottom right; an additive or boolean bias
+/// (dense only); dropout_p 0, seqlen_k null, no window. ret0 output
+/// [B, M, H, Kv] contiguous, ret1 logsumexp [batches, H, ceil(max_q/32)*32]
+/// ([.., .., 0] without compute_log_sumexp; 0 for a row that sees no key,
+/// +inf past each batch's queries); a bottom-right mask applies to every row
+/// (ATen 2.11 skips it in its first block of queries when there are more
+/// queries than keys),
+/// ret2/ret3 zero CPU int64 seed/offset, ret4/ret5 max query/key lengths.
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__efficient_attention_forward(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* bias,
+    AtenTensorHandle* cu_seqlens_q, AtenTensorHandle* cu_seqlens_k, int64_t* max_seqlen_q, int64_t* max_seqlen_k,
+    double dropout_p, int64_t custom_mask_type, int32_t compute_log_sumexp, double* scale,
+    AtenTensorHandle* seqlen_k, int64_t* window_size, AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+    AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5);
 
 // ---- Recurrent networks (cudnn_rnn.cpp, fused_lstm_cell.cpp): forward only.
 /// aten::_cudnn_rnn for inference: RNN tanh/ReLU, LSTM (with projection), GRU (mode:

@@ -1,4 +1,5 @@
-// aoti_torch_cuda__int_mm_out and aoti_torch_cuda__weight_int8pack_mm: the
+// aoti_torch_cuda__int_mm_out, aoti_torch_cuda__weight_int8pack_mm and
+// aoti_torch_cuda_int8_linear: the
 // integer products of int8-quantized models (argument checks shared with the
 // CPU ops: shims/common/int_mm_args.h).
 //
@@ -11,23 +12,28 @@
 // CUDA kernel refuses self with 16 rows or fewer, k or n not a multiple of 8
 // and a non-contiguous out; these are computed here instead of refused.
 //
-// _weight_int8pack_mm: up to kInt8DirectRows rows of self, a kernel that
-// streams each int8 weight row once per group of four activation rows (the
-// decode case reads the weight once), float32 dot products scaled per
-// column and rounded once to self's dtype. More rows (prefill) dequantize
-// the weight times its scales to self's dtype in column blocks multiplied on
-// the tensor cores (dequantized_product.h). The result is a new contiguous
-// [m, n] tensor of self's dtype.
+// _weight_int8pack_mm: up to kInt8DirectRows rows of self, the quantized
+// GEMV kernel (kernels/quantized_gemv_kernel.h; a strided kernel for layouts
+// it does not take) streams each int8 weight row once per group of four
+// activation rows (the decode case reads the weight once), float32 dot
+// products scaled per column and rounded once to self's dtype. More rows
+// (prefill) dequantize the weight times its scales to self's dtype in column
+// blocks multiplied on the tensor cores (dequantized_product.h). The result
+// is a new contiguous [m, n] tensor of self's dtype. Kiln's op
+// kiln::int8_linear (aoti_torch_cuda_int8_linear) is the same product over
+// the rows of an x of any rank.
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "devices/cuda/kernels/int8_mm_kernel.h"
+#include "devices/cuda/kernels/quantized_gemv_kernel.h"
 #include "devices/cuda/libraries/cublaslt_api.h"
 #include "shims/common/int_mm_args.h"
 #include "shims/cuda/cuda_shims.h"
 #include "shims/cuda/dequantized_product.h"
+#include "shims/cuda/matrix_rows.h"
 #include "shims/cuda/lt_algo_cache.h"
 #include "shims/cuda/lt_matmul.h"
 #include "shims/cuda/op_util.h"
@@ -129,6 +135,49 @@ Error int_mm_cublaslt(const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb
   return Error::Ok;
 }
 
+// result r (m x n, contiguous, x's dtype) = x (m x k, any strides) @ w^T
+// times s per column, on `stream`: _weight_int8pack_mm and kiln::int8_linear.
+Error int8_rows_product(const TensorRef& x, const TensorRef& w, const TensorRef& s, const TensorRef& r,
+                        cudaStream_t stream) {
+  const int64_t m = x.sizes[0], k = x.sizes[1], n = w.sizes[0];
+  if (m == 0 || n == 0) return Error::Ok;
+  const StridedMatrix<const int8_t> wm{static_cast<const int8_t*>(w.data), w.strides[0], w.strides[1]};
+  if (m > kInt8DirectRows && k > 0) {
+    auto block = [&](int64_t j0, int64_t cols, void* out, cudaStream_t st) {
+      return launch_dequantize_int8_rows(wm, s.data, s.strides[0], x.dtype, j0, cols, k, out, st);
+    };
+    return dequantized_product(x, n, 1, block, r, stream);
+  }
+  // The quantized GEMV kernel where its layout conditions hold (contiguous,
+  // aligned rows); the strided kernel for any other layout.
+  QuantizedGemvParams p;
+  p.codes = WeightCodes::Int8PerRow;
+  p.x_rs = x.strides[0];
+  p.dtype = x.dtype;
+  p.w = w.data;
+  p.w_rs = w.strides[0];
+  p.scale = s.data;
+  p.scale_dtype = s.dtype;
+  p.s_n = s.strides[0];
+  p.N = n;
+  p.K = k;
+  const bool contiguous_k = (x.strides[1] == 1 || k == 1) && (w.strides[1] == 1 || k == 1);
+  const int64_t elem = static_cast<int64_t>(x.element_bytes());
+  for (int64_t r0 = 0; r0 < m; r0 += kQuantizedGemvMaxRows) {
+    const int64_t rows = m - r0 < kQuantizedGemvMaxRows ? m - r0 : kQuantizedGemvMaxRows;
+    p.M = rows;
+    p.x = static_cast<const char*>(x.data) + r0 * x.strides[0] * elem;
+    p.out = static_cast<char*>(r.data) + r0 * n * elem;
+    if (contiguous_k && quantized_gemv_unsupported(p) == nullptr) {
+      KILN_RETURN_IF_ERROR(launch_quantized_gemv(p, stream));
+    } else {
+      KILN_RETURN_IF_ERROR(launch_weight_int8pack_mm(p.x, x.strides[0], x.strides[1], wm, s.data, s.strides[0],
+                                                     x.dtype, p.out, rows, n, k, stream));
+    }
+  }
+  return Error::Ok;
+}
+
 }  // namespace
 
 extern "C" {
@@ -175,23 +224,38 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int8pack_mm(AtenTensorHa
     KILN_RETURN_IF_ERROR(aoti::weight_int8pack_args(x.dtype, x.sizes, w.dtype, w.sizes, s.dtype, s.sizes));
     KILN_RETURN_IF_ERROR(same_device(w, x, "mat2", "self"));
     KILN_RETURN_IF_ERROR(same_device(s, x, "scales", "self"));
-    const int64_t m = x.sizes[0], k = x.sizes[1], n = w.sizes[0];
-    KILN_ASSIGN_OR_RETURN(OwnedHandle result, new_contiguous(std::vector<int64_t>{m, n}, x.dtype, x.device_index));
+    KILN_ASSIGN_OR_RETURN(OwnedHandle result,
+                          new_contiguous(std::vector<int64_t>{x.sizes[0], w.sizes[0]}, x.dtype, x.device_index));
     KILN_ASSIGN_OR_RETURN(TensorRef r, read_tensor(result.get(), "ret0"));
-    const StridedMatrix<const int8_t> wm{static_cast<const int8_t*>(w.data), w.strides[0], w.strides[1]};
-    // The kernels launch on self's device whichever device is current.
+    ScopedDevice scoped(x.device_index);  // the kernels launch on self's device whichever is current
+    KILN_RETURN_IF_ERROR(scoped.status());
+    KILN_RETURN_IF_ERROR(int8_rows_product(x, w, s, r, current_stream(x.device_index)));
+    return return_handle(result, ret0, "ret0");
+  });
+}
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_int8_linear(AtenTensorHandle x_h, AtenTensorHandle weight_h,
+                                                            AtenTensorHandle scales_h, AtenTensorHandle* ret0) {
+  return aoti::guarded("aoti_torch_cuda_int8_linear", [&]() -> Error {
+    KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
+    KILN_ASSIGN_OR_RETURN(TensorRef x, read_tensor(x_h, "x"));
+    KILN_ASSIGN_OR_RETURN(TensorRef w, read_tensor(weight_h, "weight"));
+    KILN_ASSIGN_OR_RETURN(TensorRef s, read_tensor(scales_h, "scales"));
+    KILN_ASSIGN_OR_RETURN(aoti::Int8LinearPlan plan,
+                          aoti::int8_linear_plan(x.dtype, x.sizes, w.dtype, w.sizes, s.dtype, s.sizes));
+    KILN_RETURN_IF_ERROR(same_device(w, x, "weight", "x"));
+    KILN_RETURN_IF_ERROR(same_device(s, x, "scales", "x"));
+    KILN_ASSIGN_OR_RETURN(OwnedHandle result, new_contiguous(plan.out_sizes, x.dtype, x.device_index));
+    KILN_ASSIGN_OR_RETURN(TensorRef r, read_tensor(result.get(), "ret0"));
     ScopedDevice scoped(x.device_index);
     KILN_RETURN_IF_ERROR(scoped.status());
     cudaStream_t stream = current_stream(x.device_index);
-    if (m <= kInt8DirectRows || n == 0 || k == 0) {
-      KILN_RETURN_IF_ERROR(launch_weight_int8pack_mm(x.data, x.strides[0], x.strides[1], wm, s.data, s.strides[0],
-                                                     x.dtype, r.data, m, n, k, stream));
-    } else {
-      auto block = [&](int64_t j0, int64_t cols, void* out, cudaStream_t st) {
-        return launch_dequantize_int8_rows(wm, s.data, s.strides[0], x.dtype, j0, cols, k, out, st);
-      };
-      KILN_RETURN_IF_ERROR(dequantized_product(x, n, 1, block, r, stream));
-    }
+    DeviceBuffer x_copy;
+    KILN_ASSIGN_OR_RETURN(TensorRef x2, matrix_rows(x, x_copy, stream));
+    TensorRef r2 = r;
+    r2.sizes = {plan.rows, plan.n};
+    r2.strides = {plan.n, 1};
+    KILN_RETURN_IF_ERROR(int8_rows_product(x2, w, s, r2, stream));
     return return_handle(result, ret0, "ret0");
   });
 }
