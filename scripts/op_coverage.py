@@ -98,7 +98,8 @@ def render() -> str:
         "stream is capturing), so a model that calls one runs without graph replay. Native CUDA kernels replace staged",
         "ops one by one (`scripts/gen_host_staged.py` stages only ops without one).",
         "Kiln's own ops (`aoti_torch_<device>_rms_norm_linear`, `aoti_torch_<device>_grouped_mm`,",
-        "`aoti_torch_<device>_int4_linear`) are not in the headers; see docs/adding-an-op.md and docs/architecture.md.",
+        "`aoti_torch_<device>_int8_linear`, `aoti_torch_<device>_int4_linear`) are not in the headers; see",
+        "docs/adding-an-op.md and docs/architecture.md.",
         "",
     ]
     return "\n".join(lines)

@@ -32,16 +32,17 @@ def lib():
     return ShimLibrary(path)
 
 
-def call_int4_linear(lib: ShimLibrary, x, qweight, scale_zero, group_size: int) -> torch.Tensor:
-    """aoti_torch_cpu_int4_linear on borrowed handles; a torch copy of the result.
+def call_int4_linear(lib: ShimLibrary, x, qweight, scale_zero, group_size: int, device: str = "cpu") -> torch.Tensor:
+    """aoti_torch_<device>_int4_linear on borrowed handles; a torch copy of the result.
     Raises shim_caller.KilnError with Kiln's message on failure."""
     handles = [lib.handle(t) for t in (x, qweight, scale_zero)]
     ret = ctypes.c_void_p()
-    fn = lib.ops.aoti_torch_cpu_int4_linear
+    name = f"aoti_torch_{device}_int4_linear"
+    fn = getattr(lib.ops, name)
     fn.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p)]
     try:
-        lib.check(fn(*handles, group_size, ctypes.byref(ret)), "aoti_torch_cpu_int4_linear")
-        out = lib.to_torch(ret, "cpu")
+        lib.check(fn(*handles, group_size, ctypes.byref(ret)), name)
+        out = lib.to_torch(ret, device)
         lib.delete(ret)
         return out
     finally:

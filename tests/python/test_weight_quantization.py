@@ -113,19 +113,6 @@ def test_nibble_packing_is_what_the_op_reads():
     torch.testing.assert_close(kiln_ops.dequantize_int4(packed, q.scale_zero(), 32), q.dequantize())
 
 
-def test_cuda_packing_places_every_code_once():
-    """The host packer is a permutation of the codes into 32-bit words (its agreement with
-    ATen's own converter is checked on the GPU: tests/gpu/test_quantized_linear.py)."""
-    n, k, tiles = 16, 256, 8
-    codes = (torch.arange(n * k) % 16).to(torch.uint8).reshape(n, k)
-    packed = qw.pack_int4_for_cuda(codes, tiles)
-    assert packed.shape == (n // 8, k // (16 * tiles), 32, tiles // 2) and packed.dtype == torch.int32
-    words = packed.reshape(-1).to(torch.int64) & 0xFFFFFFFF
-    nibbles = torch.stack([(words >> (4 * i)) & 0xF for i in range(8)], dim=-1).reshape(-1)
-    assert torch.equal(torch.bincount(nibbles, minlength=16), torch.bincount(codes.reshape(-1).long(), minlength=16))
-    assert qw.cuda_inner_k_tiles(384) == 8 and qw.cuda_inner_k_tiles(96) == 2 and qw.cuda_inner_k_tiles(80) is None
-
-
 # ---- the rewrite -------------------------------------------------------------------------
 
 
@@ -135,7 +122,7 @@ def test_the_pass_replaces_linears_and_embeddings_and_drops_the_float_weights():
     ep = export_decoder(model)
     before = dict(ep.state_dict)
     notes = []
-    q = quantize_weights(ep, parse_quantize_spec("int8,embedding=int8"), "cpu", int4_native=False, log=notes.append)
+    q = quantize_weights(ep, parse_quantize_spec("int8,embedding=int8"), "cpu", log=notes.append)
     ops = ops_in(q)
     assert ops.get("kiln.int8_linear.default") == 4 and "aten.linear.default" not in ops
     assert ops.get("aten.embedding.default") == 2  # codes and scales
@@ -153,21 +140,22 @@ def test_the_pass_replaces_linears_and_embeddings_and_drops_the_float_weights():
 def test_skip_and_unsupported_shapes_stay_float():
     torch.manual_seed(4)
     model = TinyDecoder().eval()
-    q = quantize_weights(export_decoder(model), parse_quantize_spec("int8,skip=mix"), "cpu", int4_native=False)
+    q = quantize_weights(export_decoder(model), parse_quantize_spec("int8,skip=mix"), "cpu")
     assert ops_in(q).get("aten.linear.default") == 1 and ops_in(q).get("kiln.int8_linear.default") == 3
     # The tied weight keeps its float copy for the embedding, which stays float.
     assert q.state_dict["head.weight"].dtype == torch.float32
     notes = []
-    quantize_weights(export_decoder(model), parse_quantize_spec("int4,group=256"), "cpu", int4_native=True,
+    quantize_weights(export_decoder(model), parse_quantize_spec("int4,group=256"), "cpu",
                      log=notes.append)
     assert "K not a multiple of 256" in notes[0]
 
 
-def test_int4_on_a_device_without_the_op_is_refused():
+def test_a_device_without_the_ops_is_refused():
     from kiln.exporter.backends.metal import MetalBackend
 
-    with pytest.raises(ValueError, match="int4 linears are not implemented on mps"):
-        MetalBackend().custom_passes({"quantize": "int4", "grouped_mm": "off"})
+    for scheme in ("int4", "int8"):
+        with pytest.raises(ValueError, match=f"{scheme} linears are not implemented on mps"):
+            MetalBackend().custom_passes({"quantize": scheme, "grouped_mm": "off"})
     with pytest.raises(ValueError, match="compile spec 'quantize'"):
         MetalBackend().custom_passes({"quantize": "int5"})
 
@@ -189,13 +177,13 @@ def run_program(tmp_path, ep, spec, ids_list):
         module.close()
 
 
-@pytest.mark.parametrize("spec,shim", [("int8,embedding=int8", "aoti_torch_cpu__weight_int8pack_mm"),
+@pytest.mark.parametrize("spec,shim", [("int8,embedding=int8", "aoti_torch_cpu_int8_linear"),
                                        ("int4,group=32,embedding=int8", "aoti_torch_cpu_int4_linear")])
 def test_quantized_program_matches_eager_on_the_same_weights(tmp_path, spec, shim):
     torch.manual_seed(5)
     model = TinyDecoder().eval()
     ep = export_decoder(model)
-    reference = quantize_weights(ep, parse_quantize_spec(spec), "cpu", int4_native=True).module()
+    reference = quantize_weights(ep, parse_quantize_spec(spec), "cpu").module()
     # One row (decode), a few and many (prefill), on fresh inputs.
     inputs = [torch.randint(0, VOCAB, shape) for shape in ((2, 1), (2, 3), (2, 57))]
     imports, outs, _ = run_program(tmp_path, ep, spec, inputs)
@@ -212,7 +200,7 @@ def test_bfloat16_int8_program(tmp_path):
     torch.manual_seed(6)
     model = TinyDecoder(torch.bfloat16).eval()
     ep = export_decoder(model)
-    reference = quantize_weights(ep, parse_quantize_spec("int8"), "cpu", int4_native=True).module()
+    reference = quantize_weights(ep, parse_quantize_spec("int8"), "cpu").module()
     ids = torch.randint(0, VOCAB, (2, 4))
     program = kiln.export(ep, backend="cpu", compile_specs={"quantize": "int8"}, verbose=False)
     path = tmp_path / "bf16.kiln"

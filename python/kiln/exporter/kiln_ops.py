@@ -24,27 +24,25 @@ The weight-only quantized linears (passes/weight_quantization.py puts them in pl
 ``aten.linear``; quantized_weights.py makes their weights):
 
 ``kiln::int8_linear(x, weight, scales)``: ``x [..., K] @ (weight [N, K] int8 * scales [N]).T``,
-accumulated in float32 and rounded once to x's dtype. It is ``aten._weight_int8pack_mm`` over
-x's rows, which both devices implement; Inductor sees that op (the decomposition below).
+accumulated in float32 and rounded once to x's dtype: ``aten._weight_int8pack_mm`` over x's
+rows. A C shim on each device, so that Inductor calls it as it is in every mode (its own
+lowering of ``_weight_int8pack_mm`` has no Triton template and fails when GEMMs may come
+only from Triton).
 
 ``kiln::int4_linear(x, qweight, scale_zero, group_size)``: ``x [..., K] @ W.T`` with
 ``W[n, k] = (code - 8) * scale + zero``, the codes two per byte in ``qweight [N, K / 2]``
 uint8 (k even in the low nibble), ``(scale, zero) = scale_zero[n, k // group_size]``, in
-float32, rounded once to x's dtype. Kiln's CPU op (a C shim).
-
-``kiln::int4pack_linear(x, packed, scale_zero, group_size)``: the same product on CUDA
-through ``aten._weight_int4pack_mm``, the weight packed by
-``aten._convert_weight_to_int4pack`` (the layout of torchao's int4 weight-only config and
-of gpt-fast) and ``scale_zero [K / group_size, N, 2]``; that op takes bfloat16, so x is
-rounded to bfloat16 before it and the result converted back to x's dtype.
+float32, rounded once to x's dtype. A C shim on each device
+(``aoti_torch_<device>_int4_linear``): one layout whose rows a decode kernel streams in
+16-byte loads on either device.
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["GROUPED_MM", "INT4_LINEAR", "INT4PACK_LINEAR", "INT8_LINEAR", "RMS_NORM_LINEAR", "c_shims",
-           "c_shim_name", "quantized_linear_decompositions"]
+__all__ = ["GROUPED_MM", "INT4_LINEAR", "INT8_LINEAR", "RMS_NORM_LINEAR", "c_shims",
+           "c_shim_name"]
 
 _DECLARATIONS = {
     "rms_norm_linear": (
@@ -53,6 +51,10 @@ _DECLARATIONS = {
     ),
     "grouped_mm": (
         "AOTITorchError {name}(AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle offs, "
+        "AtenTensorHandle* ret0)"
+    ),
+    "int8_linear": (
+        "AOTITorchError {name}(AtenTensorHandle x, AtenTensorHandle weight, AtenTensorHandle scales, "
         "AtenTensorHandle* ret0)"
     ),
     "int4_linear": (
@@ -151,32 +153,6 @@ def _(x, qweight, scale_zero, group_size):
 INT4_LINEAR = torch.ops.kiln.int4_linear.default
 
 
-@torch.library.custom_op("kiln::int4pack_linear", mutates_args=())
-def _int4pack_linear(x: torch.Tensor, packed: torch.Tensor, scale_zero: torch.Tensor,
-                     group_size: int) -> torch.Tensor:
-    return _int4pack_linear_aten(x, packed, scale_zero, group_size)
-
-
-def _int4pack_linear_aten(x, packed, scale_zero, group_size):
-    rows = _rows(x).to(torch.bfloat16)
-    out = torch.ops.aten._weight_int4pack_mm.default(rows, packed, group_size, scale_zero)
-    return out.reshape(*x.shape[:-1], out.shape[-1]).to(x.dtype)
-
-
-@_int4pack_linear.register_fake
-def _(x, packed, scale_zero, group_size):
-    return x.new_empty((*x.shape[:-1], packed.shape[0] * 8))
-
-
-INT4PACK_LINEAR = torch.ops.kiln.int4pack_linear.default
-
-
-def quantized_linear_decompositions() -> dict:
-    """What Inductor compiles kiln::int8_linear and kiln::int4pack_linear as: ATen's
-    weight-only products over x's rows, which the runtime implements as fallback ops."""
-    return {INT8_LINEAR: _int8_linear_aten, INT4PACK_LINEAR: _int4pack_linear_aten}
-
-
 def c_shim_name(op_name: str, device: str) -> str:
     """The function a library for ``device`` calls for Kiln op ``op_name``."""
     return f"aoti_torch_{device}_{op_name}"
@@ -185,6 +161,7 @@ def c_shim_name(op_name: str, device: str) -> str:
 def c_shims(device: str, names=None) -> dict:
     """``aot_inductor.custom_ops_to_c_shims`` for Kiln's ops ``names`` (default: every
     one), on ``device``."""
-    ops = {"rms_norm_linear": RMS_NORM_LINEAR, "grouped_mm": GROUPED_MM, "int4_linear": INT4_LINEAR}
+    ops = {"rms_norm_linear": RMS_NORM_LINEAR, "grouped_mm": GROUPED_MM, "int8_linear": INT8_LINEAR,
+           "int4_linear": INT4_LINEAR}
     names = list(ops) if names is None else names
     return {ops[name]: [_DECLARATIONS[name].format(name=c_shim_name(name, device))] for name in names}

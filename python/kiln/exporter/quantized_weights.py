@@ -12,16 +12,15 @@ convention of torchao's int4 weight-only config and ATen's ``_weight_int4pack_mm
 in [0, 15], ``w ~ (code - 8) * scale + zero``. Both ends of a group are represented
 exactly up to rounding; a constant group has scale 0 and every code 8.
 
-The packers lay codes out for a device's kernel: ``pack_nibbles`` two per byte along K
-(Kiln's CPU op), ``pack_int4_for_cuda`` ATen's tensor-core layout (``_convert_weight_to_int4pack``).
+``pack_nibbles`` lays int4 codes out as kiln::int4_linear reads them on every device: two
+a byte along K.
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["Int4Weight", "Int8Weight", "quantize_int4", "quantize_int8", "pack_nibbles", "pack_int4_for_cuda",
-           "cuda_inner_k_tiles"]
+__all__ = ["Int4Weight", "Int8Weight", "quantize_int4", "quantize_int8", "pack_nibbles"]
 
 
 class Int8Weight:
@@ -76,40 +75,3 @@ def quantize_int4(weight: torch.Tensor, group_size: int) -> Int4Weight:
 def pack_nibbles(codes: torch.Tensor) -> torch.Tensor:
     """uint8 [N, K] codes -> [N, K / 2], input 2j in the low nibble of byte j."""
     return (codes[:, 0::2] | (codes[:, 1::2] << 4)).contiguous()
-
-
-def cuda_inner_k_tiles(k: int) -> int | None:
-    """The widest ATen int4 packing that K allows (8 k-tiles: 16-byte loads), or None when
-    K is not a multiple of 32."""
-    for tiles in (8, 4, 2):
-        if k % (16 * tiles) == 0:
-            return tiles
-    return None
-
-
-def pack_int4_for_cuda(codes: torch.Tensor, inner_k_tiles: int) -> torch.Tensor:
-    """uint8 [N, K] codes -> ATen's int32 [N / 8, K / (16 * inner_k_tiles), 32, inner_k_tiles / 2].
-
-    On a CUDA tensor ATen's own converter packs them; elsewhere the same layout is built
-    here: word (nt, ko, t, p) holds, in nibble i, the code of output row nt * 8 + t // 4
-    and input k0 + 16 * ((i >> 1) & 1) + 8 * (i & 1) + 2 * (t % 4) + (i >> 2), with
-    k0 = 16 * (ko * inner_k_tiles + 2 * p) (the operand layout of the tensor cores' 16x8x16
-    bfloat16 product; src/devices/cuda/kernels/int4_mm_kernel.cu says why)."""
-    n, k = codes.shape
-    if n % 8 or k % (16 * inner_k_tiles):
-        raise ValueError(f"int4 weight [{n}, {k}]: CUDA packing needs N % 8 == 0 and K % {16 * inner_k_tiles} == 0")
-    if codes.is_cuda:
-        paired = ((codes[:, 0::2] << 4) | codes[:, 1::2]).contiguous()  # ATen's input: even k in the high nibble
-        return torch.ops.aten._convert_weight_to_int4pack.default(paired, inner_k_tiles)
-    words = inner_k_tiles // 2
-    nt = torch.arange(n // 8).view(-1, 1, 1, 1, 1)
-    ko = torch.arange(k // (16 * inner_k_tiles)).view(1, -1, 1, 1, 1)
-    t = torch.arange(32).view(1, 1, -1, 1, 1)
-    p = torch.arange(words).view(1, 1, 1, -1, 1)
-    i = torch.arange(8).view(1, 1, 1, 1, -1)
-    row = nt * 8 + t // 4
-    col = 16 * (ko * inner_k_tiles + 2 * p) + 16 * ((i >> 1) & 1) + 8 * (i & 1) + 2 * (t % 4) + (i >> 2)
-    nibbles = codes.to(torch.int64)[row, col]  # [N/8, K/(16*tiles), 32, words, 8]
-    packed = (nibbles << (4 * torch.arange(8))).sum(dim=-1)
-    packed = torch.where(packed >= 2**31, packed - 2**32, packed)
-    return packed.to(torch.int32).contiguous()

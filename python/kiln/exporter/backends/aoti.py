@@ -287,8 +287,9 @@ class AotiBackend:
             names.append("rms_norm_linear")
         if spec_bool(compile_specs, "grouped_mm", True) and self._implements_kiln_op("grouped_mm"):
             names.append("grouped_mm")
-        if _quantize_spec(compile_specs).linear == "int4" and self._implements_kiln_op("int4_linear"):
-            names.append("int4_linear")
+        linear = _quantize_spec(compile_specs).linear
+        if linear != "none" and self._implements_kiln_op(f"{linear}_linear"):
+            names.append(f"{linear}_linear")
         if not names:
             return {}
         from kiln.exporter.kiln_ops import c_shims  # imports torch
@@ -321,22 +322,11 @@ class AotiBackend:
         if quantize.active():
             # Last: the fused projections and norm-fused linears are what get quantized
             # (a norm-fused linear keeps its float weight: rms_norm_linear reads it).
-            int4_native = self._implements_kiln_op("int4_linear")
-            if quantize.linear == "int4" and not int4_native and self.device_name() != "cuda":
-                raise ValueError(f"compile spec 'quantize': int4 linears are not implemented on "
-                                 f"{self.device_name()} yet (aoti_torch_{self.device_name()}_int4_linear); use int8")
-            passes.append(lambda ep: quantize_weights(ep, quantize, self.device_name(), int4_native,
-                                                      log=self.progress.note))
+            if quantize.linear != "none" and not self._implements_kiln_op(f"{quantize.linear}_linear"):
+                raise ValueError(f"compile spec 'quantize': {quantize.linear} linears are not implemented on "
+                                 f"{self.device_name()} yet (aoti_torch_{self.device_name()}_{quantize.linear}_linear)")
+            passes.append(lambda ep: quantize_weights(ep, quantize, self.device_name(), log=self.progress.note))
         return passes
-
-    def quantized_linear_decompositions(self, compile_specs: dict[str, Any]) -> dict:
-        """What Inductor compiles Kiln's quantized linears into, when compile spec
-        ``quantize`` may have put them into the graph."""
-        if _quantize_spec(compile_specs).linear == "none":
-            return {}
-        from kiln.exporter.kiln_ops import quantized_linear_decompositions  # imports torch
-
-        return quantized_linear_decompositions()
 
     def _implements_kiln_op(self, op_name: str) -> bool:
         """Whether Kiln's runtime implements Kiln op ``op_name`` on this backend's device."""
@@ -419,8 +409,7 @@ class AotiBackend:
             options = {**options, "aot_inductor.output_path": out_dir}
             with prog.stage(f"{method_name}: aot compile ({device})"):
                 with torch.no_grad(), self.extra_compile_context(specs), \
-                        _inductor_decompositions({**self.decomposition_table(specs),
-                                                  **self.quantized_linear_decompositions(specs)}):
+                        _inductor_decompositions(self.decomposition_table(specs)):
                     gm = outputs_mod.module_to_compile(ep, plan)
                     try:
                         produced = torch._inductor.aot_compile(gm, tuple(args), kwargs or None, options=options)

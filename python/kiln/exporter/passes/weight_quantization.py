@@ -6,10 +6,8 @@ the memory bandwidth: int8 weights halve those bytes of a bfloat16 model, int4 w
 ExportedProgram before it is compiled:
 
 * ``aten.linear(x, W, b)`` with ``W`` a 2-d parameter becomes Kiln's quantized linear
-  (kiln_ops.py) plus the bias: ``kiln::int8_linear`` on every device (ATen's
-  ``_weight_int8pack_mm`` underneath), for int4 ``kiln::int4_linear`` where the runtime
-  implements it (the CPU) and ``kiln::int4pack_linear`` on CUDA (ATen's
-  ``_weight_int4pack_mm``, the layout of torchao's int4 weight-only config);
+  (kiln_ops.py, a C shim on each device) plus the bias: ``kiln::int8_linear`` or
+  ``kiln::int4_linear``;
 * ``aten.embedding(W, ids)`` becomes a lookup of int8 rows and of their scales, multiplied
   in the weight's dtype (Inductor fuses the three into one kernel).
 
@@ -93,19 +91,18 @@ class _Report:
         self.kept[why] = self.kept.get(why, 0) + 1
 
 
-def quantize_weights(ep, spec: QuantizeSpec, device: str, int4_native: bool,
-                     log: Callable[[str], Any] | None = None):
+def quantize_weights(ep, spec: QuantizeSpec, device: str, log: Callable[[str], Any] | None = None):
     """Returns a new ExportedProgram with the linears and embeddings of ``spec`` quantized
-    (``ep`` itself when nothing matches). ``int4_native``: the runtime implements
-    kiln::int4_linear on ``device`` (otherwise int4 takes CUDA's packed layout)."""
+    (``ep`` itself when nothing matches), for ``device``'s runtime (whose
+    kiln::int8_linear / kiln::int4_linear the backend has checked)."""
     report = _Report()
-    result = _quantize(ep, spec, device, int4_native, report)
+    result = _quantize(ep, spec, device, report)
     if log is not None:
         log(report.summary(spec))
     return result
 
 
-def _quantize(ep, spec, device, int4_native, report):
+def _quantize(ep, spec, device, report):
     import copy
 
     import torch
@@ -176,12 +173,8 @@ def _quantize(ep, spec, device, int4_native, report):
         elif linear_uses and spec.linear == "int4":
             if k % spec.group_size:
                 report.keep(f"K not a multiple of {spec.group_size}")
-            elif int4_native:
-                plans.append("linear-int4")
-            elif n % 8 or qw.cuda_inner_k_tiles(k) is None:
-                report.keep("N not a multiple of 8 or K of 32")
             else:
-                plans.append("linear-int4pack")
+                plans.append("linear-int4")
         if embedding_uses and spec.embedding == "int8":
             plans.append("embedding-int8")
         if not plans:
@@ -207,21 +200,13 @@ def _quantize(ep, spec, device, int4_native, report):
                 for use in linear_uses:
                     bias = use.args[2] if len(use.args) > 2 else None
                     replace(use, kiln_ops.INT8_LINEAR, (use.args[0], codes, scales), bias)
-            elif plan in ("linear-int4", "linear-int4pack"):
+            elif plan == "linear-int4":
                 q = qw.quantize_int4(weight, spec.group_size)
-                if plan == "linear-int4":
-                    packed = add_param(holder, fqn + "_int4", qw.pack_nibbles(q.codes))
-                    sz = add_param(holder, fqn + "_int4_scale_zero", q.scale_zero())
-                    target = kiln_ops.INT4_LINEAR
-                else:
-                    tiles = qw.cuda_inner_k_tiles(k)
-                    packed = add_param(holder, fqn + "_int4", qw.pack_int4_for_cuda(q.codes, tiles))
-                    sz = add_param(holder, fqn + "_int4_scale_zero",
-                                   q.scale_zero().to(torch.bfloat16).transpose(0, 1).contiguous())
-                    target = kiln_ops.INT4PACK_LINEAR
+                packed = add_param(holder, fqn + "_int4", qw.pack_nibbles(q.codes))
+                sz = add_param(holder, fqn + "_int4_scale_zero", q.scale_zero())
                 for use in linear_uses:
                     bias = use.args[2] if len(use.args) > 2 else None
-                    replace(use, target, (use.args[0], packed, sz, spec.group_size), bias)
+                    replace(use, kiln_ops.INT4_LINEAR, (use.args[0], packed, sz, spec.group_size), bias)
             else:
                 codes, scales = int8_params()
                 for use in embedding_uses:
