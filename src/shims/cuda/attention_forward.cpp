@@ -1,12 +1,20 @@
-// aoti_torch_cuda__flash_attention_forward: the flash attention kernel below
-// SDPA, called directly (torch.nn.attention.varlen_attn), on Kiln's own
-// attention kernel (kernels/attention_kernel.h), forward only: dense batches
-// and packed variable-length ones (int32 cumulative offsets [B + 1] into a
-// packed sequence dimension), grouped-query attention and a sliding window.
-// Results have the shapes, dtypes and strides of ATen's meta function; the
-// philox outputs are zero, since dropout must be 0. The memory-efficient
-// entry point (_efficient_attention_forward) is not exported yet: its rows
-// that see no key do not match ATen's (src/shims/ops_not_yet.txt).
+// aoti_torch_cuda__flash_attention_forward and
+// aoti_torch_cuda__efficient_attention_forward: the attention kernels below
+// SDPA, called directly (torch.nn.attention.varlen_attn, xformers-style
+// code), on Kiln's own attention kernel (kernels/attention_kernel.h), forward
+// only. Both take dense batches and packed variable-length ones (int32
+// cumulative offsets [B + 1] into a packed sequence dimension); the flash op
+// also takes grouped-query attention and a sliding window, the
+// memory-efficient one an additive bias and a causal mask aligned to either
+// corner. Results have the shapes, dtypes and strides of ATen's meta
+// functions; the philox outputs are zero, since dropout must be 0.
+//
+// One difference from ATen 2.11, on purpose: with a bottom-right causal mask
+// and more queries than keys, ATen's memory-efficient kernel masks nothing in
+// its first block of queries (its negative diagonal offset is added to an
+// unsigned query index and wraps), so rows that should see no key attend to
+// every key. Kiln applies the mask to every row: such rows are zeros, with a
+// logsumexp of 0.
 #include <cmath>
 #include <limits>
 #include <string>
@@ -230,6 +238,145 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__flash_attention_forward(
     give(ret2, rng);
     give(ret3, unused);
     give(ret4, debug);
+    return Error::Ok;
+  });
+}
+
+KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__efficient_attention_forward(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, AtenTensorHandle* bias,
+    AtenTensorHandle* cu_seqlens_q, AtenTensorHandle* cu_seqlens_k, int64_t* max_seqlen_q, int64_t* max_seqlen_k,
+    double dropout_p, int64_t custom_mask_type, int32_t compute_log_sumexp, double* scale,
+    AtenTensorHandle* seqlen_k, int64_t* window_size, AtenTensorHandle* ret0, AtenTensorHandle* ret1,
+    AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5) {
+  return aoti::guarded("aoti_torch_cuda__efficient_attention_forward", [&]() -> Error {
+    if (dropout_p != 0.0)
+      return set_error(Error::NotSupported,
+                       "dropout_p must be 0 for inference (got " + std::to_string(dropout_p) + ")");
+    if (present(seqlen_k))
+      return set_error(Error::NotSupported, "seqlen_k (keys used per batch below cu_seqlens_k) is not supported");
+    if (window_size != nullptr && *window_size > 0)
+      return set_error(Error::NotSupported, "window_size (local attention) is not supported");
+    if (custom_mask_type < 0 || custom_mask_type > 2)
+      return set_error(Error::InvalidArgument,
+                       "custom_mask_type must be 0 (none), 1 (causal from the top left) or 2 (causal from the bottom "
+                       "right), got " + std::to_string(custom_mask_type));
+    KILN_ASSIGN_OR_RETURN(TensorRef q, read_tensor(query, "query"));
+    KILN_ASSIGN_OR_RETURN(TensorRef k, read_tensor(key, "key"));
+    KILN_ASSIGN_OR_RETURN(TensorRef v, read_tensor(value, "value"));
+    if (q.dtype != DType::Float32 && q.dtype != DType::Float16 && q.dtype != DType::BFloat16)
+      return set_error(Error::NotSupported,
+                       std::string("memory-efficient attention takes float32, float16 and bfloat16, got ") +
+                           dtype_name(q.dtype));
+    if (k.dtype != q.dtype || v.dtype != q.dtype)
+      return set_error(Error::InvalidArgument, "query, key and value must share a dtype");
+    if (k.device_index != q.device_index || v.device_index != q.device_index)
+      return set_error(Error::InvalidArgument, "query, key and value must be on the same CUDA device");
+    if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4)
+      return set_error(Error::InvalidArgument, "query/key/value must be 4-D [batch, seq, heads, dim]; got " +
+                                                   q.describe() + ", " + k.describe() + ", " + v.describe());
+    const int64_t B = q.sizes[0], M = q.sizes[1], H = q.sizes[2], K = q.sizes[3];
+    const int64_t N = k.sizes[1], Kv = v.sizes[3];
+    // As ATen's kernel: equal batches and heads (no grouped-query attention),
+    // key and value of one length, query and key of one head dim.
+    if (k.sizes[0] != B || v.sizes[0] != B || v.sizes[1] != N || k.sizes[2] != H || v.sizes[2] != H ||
+        k.sizes[3] != K)
+      return set_error(Error::InvalidArgument, "incompatible query " + q.describe() + ", key " + k.describe() +
+                                                   ", value " + v.describe());
+    if (present(cu_seqlens_q) != present(cu_seqlens_k))
+      return set_error(Error::InvalidArgument, "cu_seqlens_q and cu_seqlens_k must be given together");
+    const bool packed = present(cu_seqlens_q);
+
+    AttentionParams p;
+    int64_t max_q_out = M;
+    if (packed) {
+      if (B != 1)
+        return set_error(Error::InvalidArgument,
+                         "with cu_seqlens_q the batch dimension must be 1 (sequences are packed along dim 1), got " +
+                             q.describe());
+      if (max_seqlen_q == nullptr)
+        return set_error(Error::InvalidArgument, "max_seqlen_q must be given with cu_seqlens_q");
+      if (*max_seqlen_q < 0) return set_error(Error::InvalidArgument, "max_seqlen_q must be non-negative");
+      if (present(bias))
+        return set_error(Error::NotSupported, "a bias with packed variable-length sequences is not supported");
+      KILN_ASSIGN_OR_RETURN(TensorRef cq, read_offsets(*cu_seqlens_q, "cu_seqlens_q", q));
+      KILN_ASSIGN_OR_RETURN(TensorRef ck, read_offsets(*cu_seqlens_k, "cu_seqlens_k", q));
+      if (ck.sizes[0] != cq.sizes[0])
+        return set_error(Error::InvalidArgument, "cu_seqlens_q " + cq.describe() + " and cu_seqlens_k " +
+                                                     ck.describe() + " must have the same length");
+      max_q_out = *max_seqlen_q;
+      p.B = cq.sizes[0] - 1;
+      p.L = max_q_out;
+      p.S = N;  // each batch's keys come from cu_seqlens_k; N bounds them
+      p.cu_seqlens_q = static_cast<const int32_t*>(cq.data);
+      p.cu_seqlens_k = static_cast<const int32_t*>(ck.data);
+      p.q_rows = M;
+      p.k_rows = N;
+    } else {
+      p.B = B;
+      p.L = M;
+      p.S = N;
+    }
+    const int64_t max_k_out = max_seqlen_k != nullptr ? *max_seqlen_k : N;
+    p.Hq = H;
+    p.Hk = H;
+    p.E = K;
+    p.Ev = Kv;
+    p.dtype = q.dtype;
+    p.scale = default_scale(scale, K);
+    p.causal = custom_mask_type != 0;
+    // Bottom-right alignment equals top-left on a dense square batch.
+    p.bottom_right = custom_mask_type == 2 && (packed || M != N);
+    // A row that sees no key: zeros and a logsumexp of 0 in ATen's kernel
+    // (it takes such a row's max as 0 and its sum as 1). Only a bias, packed
+    // batches, a bottom-right mask with more queries than keys or no keys at
+    // all can make one; otherwise the kernel's default stays, which keeps the
+    // split-KV and decode kernels available.
+    if (present(bias) || packed || (p.bottom_right && M > N) || N == 0) p.lse_masked = 0.0f;
+
+    const int dev = q.device_index;
+    const std::vector<int64_t> out_shape = {B, M, H, Kv};
+    KILN_ASSIGN_OR_RETURN(OwnedHandle out, new_cuda_tensor(out_shape, contiguous_strides(out_shape), q.dtype, dev));
+    // logsumexp [batches, H, max_q rounded up to 32] ([.., .., 0] unless
+    // asked for); ATen's kernel writes +inf past each batch's queries.
+    const int64_t lse_len = compute_log_sumexp != 0 ? (max_q_out + 31) / 32 * 32 : 0;
+    const std::vector<int64_t> lse_shape = {p.B, H, lse_len};
+    KILN_ASSIGN_OR_RETURN(OwnedHandle lse,
+                          new_cuda_tensor(lse_shape, contiguous_strides(lse_shape), DType::Float32, dev));
+    KILN_ASSIGN_OR_RETURN(TensorRef o, read_tensor(out.get(), "output"));
+    p.q = q.data;
+    p.k = k.data;
+    p.v = v.data;
+    p.out = o.data;
+    set_strides(q, false, p.q_strides);
+    set_strides(k, false, p.k_strides);
+    set_strides(v, false, p.v_strides);
+    set_strides(o, false, p.out_strides);
+    if (packed) {  // one packed batch row: sequences come from the offsets
+      p.q_strides[0] = p.k_strides[0] = p.v_strides[0] = p.out_strides[0] = 0;
+    }
+    if (lse_len > 0 && p.B * H > 0) {
+      KILN_ASSIGN_OR_RETURN(TensorRef l, read_tensor(lse.get(), "logsumexp"));
+      p.lse = static_cast<float*>(l.data);
+      p.lse_strides[0] = H * lse_len;
+      p.lse_strides[1] = lse_len;
+      p.lse_strides[2] = 1;
+      if (packed || lse_len > p.L) p.lse_rows = lse_len;
+    }
+    if (present(bias)) {
+      KILN_ASSIGN_OR_RETURN(TensorRef b, read_tensor(*bias, "bias"));
+      KILN_RETURN_IF_ERROR(check_attention_bias(b, q, "bias"));
+      KILN_RETURN_IF_ERROR(set_attention_bias(b, "bias", p));
+    }
+    if (p.B * H * (p.L > lse_len ? p.L : lse_len) > 0) KILN_RETURN_IF_ERROR(run_attention(p, dev));
+
+    KILN_ASSIGN_OR_RETURN(OwnedHandle seed, zero_cpu_tensor({}, DType::Int64));
+    KILN_ASSIGN_OR_RETURN(OwnedHandle offset, zero_cpu_tensor({}, DType::Int64));
+    give(ret0, out);
+    give(ret1, lse);
+    give(ret2, seed);
+    give(ret3, offset);
+    if (ret4 != nullptr) *ret4 = max_q_out;
+    if (ret5 != nullptr) *ret5 = max_k_out;
     return Error::Ok;
   });
 }
