@@ -114,6 +114,9 @@ __global__ void __launch_bounds__(kThreads) quantized_gemv_kernel(const Quantize
   const int64_t step = static_cast<int64_t>(warps_per_group) * 32;
   const auto* wbase = static_cast<const unsigned char*>(p.w);
   const T* xbase = static_cast<const T*>(p.x);
+  const auto vectors_per_group = static_cast<uint32_t>(C == WeightCodes::Int4Groups ? p.group_size / kVals : 1);
+  const int vectors_shift =
+      (vectors_per_group & (vectors_per_group - 1)) == 0 ? __ffs(static_cast<int>(vectors_per_group)) - 1 : -1;
 
   float acc[M][kColsPerWarp];
 #pragma unroll
@@ -145,7 +148,10 @@ __global__ void __launch_bounds__(kThreads) quantized_gemv_kernel(const Quantize
       // Int4: one (scale, zero) per vector (groups are whole vectors).
       float scale[kColsPerWarp], zero[kColsPerWarp];
       if constexpr (C == WeightCodes::Int4Groups) {
-        const int64_t g = q * kVals / p.group_size;
+        // Weight vectors per group: a power of two in practice (a shift); a
+        // 64-bit division per vector would cost more than the vector's codes.
+        const int64_t g = vectors_shift >= 0 ? (q >> vectors_shift) : static_cast<int64_t>(
+                                                                         static_cast<uint32_t>(q) / vectors_per_group);
 #pragma unroll
         for (int c = 0; c < kColsPerWarp; ++c) {
           const int64_t at = (live[c] ? n0 + c : 0) * p.s_n + g * p.s_g;
@@ -312,6 +318,7 @@ const char* quantized_gemv_unsupported(const QuantizedGemvParams& p) {
   if (p.K % vals != 0) return "K is not a multiple of a 16-byte weight vector's values";
   if (p.codes == WeightCodes::Int4Groups && (p.group_size <= 0 || p.group_size % 32 != 0))
     return "the group size is not a multiple of 32";
+  if (p.K / vals > static_cast<int64_t>(UINT32_MAX)) return "K too large for 32-bit vector indices";
   const auto elem = static_cast<int64_t>(element_size(p.dtype));
   if (reinterpret_cast<uintptr_t>(p.x) % kVecBytes != 0 || (p.M > 1 && (p.x_rs * elem) % kVecBytes != 0))
     return "x's rows are not 16-byte aligned";
