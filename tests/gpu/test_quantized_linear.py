@@ -84,26 +84,31 @@ def test_int4_linear_k_zero_and_empty(lib):
 
 
 @pytest.mark.parametrize("rows", [1, 2, 4, 5, 16, 17, 300])
-@pytest.mark.parametrize("k,n", [(64, 96), (256, 40), (48, 7), (2048, 600)])
+@pytest.mark.parametrize("k,n,group", [(64, 96, None), (256, 40, None), (48, 7, None), (2048, 600, None),
+                                       (256, 40, 128), (2048, 600, 128), (384, 33, 16), (96, 20, 48), (64, 9, 8)])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=["f32", "bf16", "f16"])
-def test_int8_linear_rows_and_dtypes(lib, rows, k, n, dtype):
-    x, weight, scales = int8_cases.make(rows, k, n, dtype, seed=rows + k)
-    got = int8_cases.call_int8_linear(lib, *on_cuda(x, weight, scales), device="cuda").cpu()
-    int8_cases.check(got, int8_cases.reference(x, weight, scales))
+def test_int8_linear_rows_groups_dtypes(lib, rows, k, n, group, dtype):
+    x, weight, scales, group = int8_cases.make(rows, k, n, dtype, seed=rows + k, group=group)
+    got = int8_cases.call_int8_linear(lib, *on_cuda(x, weight, scales), group, device="cuda").cpu()
+    int8_cases.check(got, int8_cases.reference(x, weight, scales, group))
 
 
-def test_int8_linear_layouts_and_errors(lib):
-    x, weight, scales = int8_cases.make(6, 128, 33, torch.bfloat16)
+@pytest.mark.parametrize("group", [None, 32])
+def test_int8_linear_layouts_and_errors(lib, group):
+    x, weight, scales, group = int8_cases.make(6, 128, 33, torch.bfloat16, group=group)
     x3 = x.reshape(2, 3, 128)
-    got = int8_cases.call_int8_linear(lib, *on_cuda(x3, weight, scales), device="cuda").cpu()
+    got = int8_cases.call_int8_linear(lib, *on_cuda(x3, weight, scales), group, device="cuda").cpu()
     assert got.shape == (2, 3, 33)
-    int8_cases.check(got, int8_cases.reference(x3, weight, scales))
+    int8_cases.check(got, int8_cases.reference(x3, weight, scales, group))
     xt = torch.randn(130, 2, 3).permute(1, 2, 0)[:, :, 1:129]
-    got = int8_cases.call_int8_linear(lib, *on_cuda(xt, weight, scales.float()), device="cuda").cpu()
-    int8_cases.check(got, int8_cases.reference(xt, weight, scales.float()))
-    for name, xe, we, se, message in int8_cases.errors():
+    wide = torch.zeros(33, 256, dtype=torch.int8)
+    wide[:, ::2] = weight  # a strided weight: the strided kernel or the dequantized product
+    got = int8_cases.call_int8_linear(lib, xt.cuda(), wide.cuda()[:, ::2], scales.float().cuda(), group,
+                                      device="cuda").cpu()
+    int8_cases.check(got, int8_cases.reference(xt, weight, scales.float(), group))
+    for name, xe, we, se, ge, message in int8_cases.errors():
         with pytest.raises(KilnError, match=message):
-            int8_cases.call_int8_linear(lib, *on_cuda(xe, we, se), device="cuda")
+            int8_cases.call_int8_linear(lib, *on_cuda(xe, we, se), ge, device="cuda")
 
 
 class Decoder(nn.Module):

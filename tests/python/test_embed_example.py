@@ -261,13 +261,13 @@ def test_gpu_suite_embed_checks_run_on_cpu_without_sentence_transformers(runner,
     assert "cosine similarity:" in table
 
 
-@pytest.mark.parametrize("spec,floor", [("int8,embedding=int8", 0.998), ("int4,group=32", 0.9)])
+@pytest.mark.parametrize("spec,floor", [("int8,embedding=int8", 0.999), ("int4,group=32", 0.9)])
 def test_quantized_weights_keep_the_embeddings(runner, st_model, tmp_path, spec, floor):
     """Weight-only quantization (compile spec quantize) of the real model: cosine to
-    sentence-transformers' float32 embeddings. Measured (CPU): int8 with per-row scales and int8
-    embeddings gives 0.9985 on the worst sentence (a one-letter one) and 0.9992 on average, short of
-    0.999 on every sentence: the FFN output projections carry the error (per-group int8 scales of
-    128 inputs reach 0.9995 in eager PyTorch, not implemented yet). int4 (groups of 32): 0.94-0.98."""
+    sentence-transformers' float32 embeddings on every example sentence. Measured (CPU): int8
+    in groups of 128 inputs with int8 embeddings 0.9994-0.9998 (one scale a row gave 0.9985 on
+    the worst sentence: the FFN output projections carry the error); int4 in groups of 32:
+    0.940-0.978, reported, not a target."""
     import export_minilm
 
     export_minilm.export_program(tmp_path, device=os.environ.get("KILN_EMBED_DEVICE", "cpu"), verbose=False,
@@ -278,5 +278,3 @@ def test_quantized_weights_keep_the_embeddings(runner, st_model, tmp_path, spec,
     cosines = (ours * reference).sum(1) / (np.linalg.norm(ours, axis=1) * np.linalg.norm(reference, axis=1))
     print(f"{spec}: per-sentence cosine with sentence-transformers float32:", np.array2string(cosines, precision=5))
     assert np.all(cosines >= floor), cosines
-    if spec.startswith("int8"):
-        assert cosines.mean() >= 0.999, cosines

@@ -73,16 +73,28 @@ def test_spec_grammar():
 # ---- codes and scales -------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("group", [None, 32])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_int8_codes_are_within_half_a_step(dtype):
+def test_int8_codes_are_within_half_a_step(dtype, group):
     torch.manual_seed(0)
     w = (torch.randn(64, 96) * torch.rand(64, 1) * 3).to(dtype)
     w[5] = 0  # an all-zero row: scale tiny, codes 0
-    q = qw.quantize_int8(w)
-    assert q.codes.dtype == torch.int8 and q.scales.dtype == dtype and q.scales.shape == (64,)
+    q = qw.quantize_int8(w, group)
+    groups = 1 if group is None else 96 // group
+    assert q.codes.dtype == torch.int8 and q.scales.dtype == dtype and q.scales.shape == (64, groups)
     assert int(q.codes.abs().max()) <= 127 and torch.equal(q.codes[5], torch.zeros(96, dtype=torch.int8))
-    step = q.scales.float()[:, None]
+    step = q.scales.float().repeat_interleave(96 // groups, dim=1)
     assert ((q.dequantize() - w.float()).abs() <= step / 2 + 1e-6 * w.float().abs()).all()
+    with pytest.raises(ValueError, match="does not divide"):
+        qw.quantize_int8(w, 64)
+
+
+def test_int8_groups_bound_the_error_of_an_outlier_to_its_group():
+    w = torch.randn(4, 256) * 0.01
+    w[:, 3] = 5.0  # one large weight a row
+    per_row, grouped = qw.quantize_int8(w), qw.quantize_int8(w, 128)
+    tail = slice(128, 256)  # the group without the outlier
+    assert (grouped.dequantize() - w)[:, tail].abs().max() < (per_row.dequantize() - w)[:, tail].abs().max() / 50
 
 
 @pytest.mark.parametrize("group", [32, 64, 128])
@@ -127,8 +139,10 @@ def test_the_pass_replaces_linears_and_embeddings_and_drops_the_float_weights():
     assert ops.get("kiln.int8_linear.default") == 4 and "aten.linear.default" not in ops
     assert ops.get("aten.embedding.default") == 2  # codes and scales
     assert set(ep.state_dict) == set(before)  # the caller's program is left as it was
-    floats = [name for name, t in q.state_dict.items() if t.dtype == torch.float32 and t.dim() == 2]
-    assert floats == [], floats  # no float matrix is left, the tied one included
+    floats = [name for name, t in q.state_dict.items()
+              if t.dtype == torch.float32 and t.dim() == 2 and not name.endswith("_scale")]
+    assert floats == [], floats  # no float weight is left, the tied one included
+    assert q.state_dict["up.weight_int8_scale"].shape == (INTER, D // 128)  # groups of 128 inputs
     assert q.state_dict["head.weight_int8"].dtype == torch.int8
     assert "4 linear-int8" in notes[0] and "1 embedding-int8" in notes[0]
     ids = torch.randint(0, VOCAB, (2, 9))

@@ -23,11 +23,12 @@ computes and what ``aten._grouped_mm`` does for a 2-d input and 3-d weight with 
 The weight-only quantized linears (passes/weight_quantization.py puts them in place of
 ``aten.linear``; quantized_weights.py makes their weights):
 
-``kiln::int8_linear(x, weight, scales)``: ``x [..., K] @ (weight [N, K] int8 * scales [N]).T``,
-accumulated in float32 and rounded once to x's dtype: ``aten._weight_int8pack_mm`` over x's
-rows. A C shim on each device, so that Inductor calls it as it is in every mode (its own
-lowering of ``_weight_int8pack_mm`` has no Triton template and fails when GEMMs may come
-only from Triton).
+``kiln::int8_linear(x, weight, scales, group_size)``: ``x [..., K] @ W.T`` with ``W[n, k] =
+weight[n, k] * scales[n, k // group_size]`` (int8 codes, ``scales [N, K / group_size]`` in x's
+dtype), accumulated in float32 and rounded once to x's dtype; with ``group_size == K`` it is
+``aten._weight_int8pack_mm`` over x's rows. A C shim on each device, so that Inductor calls
+it as it is in every mode (its own lowering of ``_weight_int8pack_mm`` has no Triton template
+and fails when GEMMs may come only from Triton).
 
 ``kiln::int4_linear(x, qweight, scale_zero, group_size)``: ``x [..., K] @ W.T`` with
 ``W[n, k] = (code - 8) * scale + zero``, the codes two per byte in ``qweight [N, K / 2]``
@@ -55,7 +56,7 @@ _DECLARATIONS = {
     ),
     "int8_linear": (
         "AOTITorchError {name}(AtenTensorHandle x, AtenTensorHandle weight, AtenTensorHandle scales, "
-        "AtenTensorHandle* ret0)"
+        "int64_t group_size, AtenTensorHandle* ret0)"
     ),
     "int4_linear": (
         "AOTITorchError {name}(AtenTensorHandle x, AtenTensorHandle qweight, AtenTensorHandle scale_zero, "
@@ -106,22 +107,18 @@ def _(input, weight, offs):
 GROUPED_MM = torch.ops.kiln.grouped_mm.default
 
 
-def _rows(x: torch.Tensor) -> torch.Tensor:
-    return x.reshape(-1, x.shape[-1])
+def dequantize_int8(weight: torch.Tensor, scales: torch.Tensor, group_size: int) -> torch.Tensor:
+    """The float32 weight [N, K] that kiln::int8_linear's codes and scales stand for."""
+    return weight.float() * scales.float().repeat_interleave(group_size, dim=1)
 
 
 @torch.library.custom_op("kiln::int8_linear", mutates_args=())
-def _int8_linear(x: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor) -> torch.Tensor:
-    return _int8_linear_aten(x, weight, scales)
-
-
-def _int8_linear_aten(x, weight, scales):
-    out = torch.ops.aten._weight_int8pack_mm.default(_rows(x), weight, scales)
-    return out.reshape(*x.shape[:-1], weight.shape[0])
+def _int8_linear(x: torch.Tensor, weight: torch.Tensor, scales: torch.Tensor, group_size: int) -> torch.Tensor:
+    return (x.float() @ dequantize_int8(weight, scales, group_size).T).to(x.dtype)
 
 
 @_int8_linear.register_fake
-def _(x, weight, scales):
+def _(x, weight, scales, group_size):
     torch._check(weight.dtype == torch.int8 and weight.dim() == 2 and x.shape[-1] == weight.shape[1],
                  lambda: "kiln::int8_linear: expected x [..., K] and an int8 weight [N, K]")
     return x.new_empty((*x.shape[:-1], weight.shape[0]))

@@ -1,10 +1,12 @@
 """Weight-only quantization of one weight matrix: the codes and scales Kiln's quantized
 linears (kiln_ops.py) and 8-bit embeddings read.
 
-int8, per output row (linear) or per embedding row, symmetric: ``scale = max|w| / 127``,
-``code = round(w / scale)`` in [-127, 127], ``w ~ code * scale``. The scale is rounded to
-the weight's dtype before the codes are chosen, so the codes fit the scale the program
-stores.
+int8, per group of ``group_size`` consecutive inputs of a row (or the whole row), symmetric:
+``scale = max|w| / 127``, ``code = round(w / scale)`` in [-127, 127], ``w ~ code * scale``.
+The scale is rounded to the weight's dtype before the codes are chosen, so the codes fit the
+scale the program stores. Groups matter: one outlying weight sets the step of its whole
+group, and a row-wide step loses all-MiniLM-L6-v2's 0.999 cosine (0.9985 per row, 0.9995 in
+groups of 128).
 
 int4, per group of ``group_size`` consecutive inputs of an output row, asymmetric (the
 convention of torchao's int4 weight-only config and ATen's ``_weight_int4pack_mm``):
@@ -24,13 +26,13 @@ __all__ = ["Int4Weight", "Int8Weight", "quantize_int4", "quantize_int8", "pack_n
 
 
 class Int8Weight:
-    """``codes`` int8 [N, K], ``scales`` [N] in the weight's dtype."""
+    """``codes`` int8 [N, K], ``scales`` [N, K / group_size] in the weight's dtype."""
 
-    def __init__(self, codes: torch.Tensor, scales: torch.Tensor):
-        self.codes, self.scales = codes, scales
+    def __init__(self, codes: torch.Tensor, scales: torch.Tensor, group_size: int):
+        self.codes, self.scales, self.group_size = codes, scales, group_size
 
     def dequantize(self) -> torch.Tensor:
-        return self.codes.float() * self.scales.float()[:, None]
+        return self.codes.float() * self.scales.float().repeat_interleave(self.group_size, dim=1)
 
 
 class Int4Weight:
@@ -50,11 +52,17 @@ class Int4Weight:
         return torch.stack((self.scales, self.zeros), dim=-1).contiguous()
 
 
-def quantize_int8(weight: torch.Tensor) -> Int8Weight:
-    w = weight.detach().float()
-    scale = (w.abs().amax(dim=1) / 127.0).clamp(min=torch.finfo(torch.float32).tiny).to(weight.dtype)
-    codes = torch.round(w / scale.float()[:, None]).clamp(-127, 127).to(torch.int8)
-    return Int8Weight(codes, scale)
+def quantize_int8(weight: torch.Tensor, group_size: int | None = None) -> Int8Weight:
+    """Symmetric int8 with a scale per group of ``group_size`` inputs of a row (default: the
+    whole row)."""
+    n, k = weight.shape
+    group = k if group_size is None else group_size
+    if group <= 0 or k % group:
+        raise ValueError(f"int8 group size {group} does not divide the weight's {k} inputs")
+    w = weight.detach().float().reshape(n, k // group, group)
+    scale = (w.abs().amax(dim=-1) / 127.0).clamp(min=torch.finfo(torch.float32).tiny).to(weight.dtype)
+    codes = torch.round(w / scale.float()[..., None]).clamp(-127, 127).to(torch.int8).reshape(n, k)
+    return Int8Weight(codes, scale, group)
 
 
 def quantize_int4(weight: torch.Tensor, group_size: int) -> Int4Weight:

@@ -61,16 +61,17 @@ inline Error weight_int8pack_args(DType self_dtype, std::span<const int64_t> sel
 }
 
 /// Kiln's op kiln::int8_linear: x [..., K] (float32, bfloat16 or float16) @
-/// weight (N x K, int8) transposed, times scales (N, x's dtype): the product
-/// of _weight_int8pack_mm over x's rows, with x's leading dims kept.
+/// W^T with W[n, k] = weight[n, k] (int8) * scales[n, k / group_size] (x's
+/// dtype, [N, K / group_size]); sums in float32, each group's scaled. With
+/// group_size K it is _weight_int8pack_mm over x's rows.
 struct Int8LinearPlan {
-  int64_t rows = 0, k = 0, n = 0;
+  int64_t rows = 0, k = 0, n = 0, groups = 0;
   std::vector<int64_t> out_sizes;  ///< x's sizes with the last one N
 };
 
 inline Result<Int8LinearPlan> int8_linear_plan(DType x_dtype, std::span<const int64_t> x, DType weight_dtype,
                                                std::span<const int64_t> weight, DType scales_dtype,
-                                               std::span<const int64_t> scales) {
+                                               std::span<const int64_t> scales, int64_t group_size) {
   if (x_dtype != DType::Float32 && x_dtype != DType::BFloat16 && x_dtype != DType::Float16)
     return set_error(Error::NotSupported, std::string("int8_linear: argument 'x' has dtype ") + dtype_name(x_dtype) +
                                               ", expected float32, bfloat16 or float16");
@@ -85,13 +86,17 @@ inline Result<Int8LinearPlan> int8_linear_plan(DType x_dtype, std::span<const in
   if (weight.size() != 2 || weight[1] != k)
     return invalid("int8_linear: argument 'weight' has shape " + shape_string(weight) + ", expected [N, " +
                    std::to_string(k) + "]");
-  const int64_t n = weight[0];
-  if (scales.size() != 1 || scales[0] != n)
+  if (group_size <= 0 || (k > 0 && k % group_size != 0))
+    return invalid("int8_linear: argument 'group_size' is " + std::to_string(group_size) +
+                   ", expected a positive divisor of K = " + std::to_string(k));
+  const int64_t n = weight[0], groups = k / group_size;
+  if (scales.size() != 2 || scales[0] != n || scales[1] != groups)
     return invalid("int8_linear: argument 'scales' has shape " + shape_string(scales) + ", expected [" +
-                   std::to_string(n) + "]");
+                   std::to_string(n) + ", " + std::to_string(groups) + "] ([N, K / group_size])");
   Int8LinearPlan plan;
   plan.k = k;
   plan.n = n;
+  plan.groups = groups;
   plan.rows = 1;
   for (size_t i = 0; i + 1 < x.size(); ++i) plan.rows *= x[i];
   plan.out_sizes.assign(x.begin(), x.end());

@@ -32,11 +32,12 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_rms_norm_linear(AtenTensorHandle 
 /// offs[G-1]. offs out of order or past S is an error naming the value.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_grouped_mm(AtenTensorHandle input, AtenTensorHandle weight,
                                                           AtenTensorHandle offs, AtenTensorHandle* ret0);
-/// Kiln's op kiln::int8_linear: *ret0 [..., N] = (x [..., K] @ weight^T) * scales, weight
-/// int8 [N, K], scales [N] of x's dtype; _weight_int8pack_mm over x's rows
-/// (shims/common/int_mm_args.h).
+/// Kiln's op kiln::int8_linear: *ret0 [..., N] = x [..., K] @ W^T, W[n, k] = weight[n, k]
+/// (int8) * scales[n, k / group_size] (x's dtype, [N, K / group_size]); float32 sums rounded
+/// once. group_size K is _weight_int8pack_mm over x's rows (shims/common/int_mm_args.h).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_int8_linear(AtenTensorHandle x, AtenTensorHandle weight,
-                                                           AtenTensorHandle scales, AtenTensorHandle* ret0);
+                                                           AtenTensorHandle scales, int64_t group_size,
+                                                           AtenTensorHandle* ret0);
 /// Kiln's op kiln::int4_linear (python/kiln/exporter/kiln_ops.py): x [..., K] float32,
 /// bfloat16 or float16 (any strides); qweight uint8 [N, K/2], byte j of row n the 4-bit codes
 /// of k = 2j (low nibble) and 2j + 1 (high); scale_zero [N, K/group_size, 2] of a float dtype,

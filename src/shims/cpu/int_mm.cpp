@@ -67,9 +67,35 @@ Error int8_few_rows(const Tensor& w, const float* x, int64_t m, float* out) {
   });
 }
 
+// The same with a scale per group of `group` inputs (scales [n, k / group]):
+// each group's float32 dot times its scale, summed; out is final.
+Error int8_few_rows_grouped(const Tensor& w, const float* x, int64_t m, const float* scales, int64_t group,
+                            float* out) {
+  const int64_t n = w.size(0), k = w.size(1), groups = k / group;
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / k);
+  return parallel_for(n, grain, [&](int64_t begin, int64_t end) -> Error {
+    std::vector<int8_t> scratch;
+    float acc[kQuantizedDotMaxRows], total[kQuantizedDotMaxRows];
+    for (int64_t j = begin; j < end; ++j) {
+      const int8_t* row = int8_weight_row(w, j, scratch);
+      std::fill(total, total + m, 0.0f);
+      for (int64_t g = 0; g < groups; ++g) {
+        int8_dot_rows(row + g * group, group, x + g * group, k, m, acc);
+        const float scale = scales[j * groups + g];
+        for (int64_t i = 0; i < m; ++i) total[i] += acc[i] * scale;
+      }
+      for (int64_t i = 0; i < m; ++i) out[i * n + j] = total[i];
+    }
+    return Error::Ok;
+  });
+}
+
 // More rows (prefill): blocks of weight rows widened to float32 in a
 // per-thread buffer, one GEMM per block; never the whole weight as floats.
-Error int8_many_rows(const Tensor& w, const float* x, int64_t m, float* out) {
+// With `scales` (a scale per group of `group` inputs, [n, k / group]) the
+// widened rows are scaled before the GEMM and out is final.
+Error int8_many_rows(const Tensor& w, const float* x, int64_t m, float* out, const float* scales = nullptr,
+                     int64_t group = 0) {
   const int64_t n = w.size(0), k = w.size(1);
   const int64_t block = kBlockRows;
   const int64_t blocks = (n + block - 1) / block;
@@ -79,7 +105,17 @@ Error int8_many_rows(const Tensor& w, const float* x, int64_t m, float* out) {
     std::vector<float> fw(static_cast<size_t>(std::min(block, n) * k));
     for (int64_t b = begin; b < end; ++b) {
       const int64_t n0 = b * block, nb = std::min(block, n - n0);
-      for (int64_t j = 0; j < nb; ++j) int8_to_float(int8_weight_row(w, n0 + j, scratch), k, fw.data() + j * k);
+      for (int64_t j = 0; j < nb; ++j) {
+        float* row = fw.data() + j * k;
+        int8_to_float(int8_weight_row(w, n0 + j, scratch), k, row);
+        if (scales != nullptr) {
+          const int64_t groups = k / group;
+          for (int64_t g = 0; g < groups; ++g) {
+            const float scale = scales[(n0 + j) * groups + g];
+            for (int64_t i = g * group; i < (g + 1) * group; ++i) row[i] *= scale;
+          }
+        }
+      }
       if (small) {
         small_gemm(m, nb, k, 1.0f, x, k, fw.data(), k, 0.0f, out + n0, n);
       } else {
@@ -92,22 +128,31 @@ Error int8_many_rows(const Tensor& w, const float* x, int64_t m, float* out) {
 }
 
 // result [m, n] (any shape of m * n elements, contiguous, x's dtype) = the
-// contiguous float32 rows x [m, k] @ w^T, times sc per column: the product of
-// _weight_int8pack_mm and kiln::int8_linear.
-Error int8pack_into(const float* x, int64_t m, int64_t k, const Tensor& w, const Tensor& sc, Tensor& result) {
+// contiguous float32 rows x [m, k] @ W^T, W[j, i] = w[j, i] * sc[j, i / group]
+// (sc [n, k / group]); group == k is _weight_int8pack_mm's scale per column,
+// which multiplies the finished float32 sum as ATen's kernel does.
+Error int8pack_into(const float* x, int64_t m, int64_t k, const Tensor& w, const Tensor& sc, int64_t group,
+                    Tensor& result) {
   const int64_t n = w.size(0);
   const std::vector<float> fs = to_floats(sc);
   std::vector<float> fc(static_cast<size_t>(m * n));
+  const bool per_row = group == k;
   if (k == 0) {
     std::fill(fc.begin(), fc.end(), 0.0f);
+  } else if (!per_row) {
+    if (m <= kQuantizedDotMaxRows)
+      KILN_RETURN_IF_ERROR(int8_few_rows_grouped(w, x, m, fs.data(), group, fc.data()));
+    else
+      KILN_RETURN_IF_ERROR(int8_many_rows(w, x, m, fc.data(), fs.data(), group));
   } else if (m <= kQuantizedDotMaxRows) {
     KILN_RETURN_IF_ERROR(int8_few_rows(w, x, m, fc.data()));
   } else {
     KILN_RETURN_IF_ERROR(int8_many_rows(w, x, m, fc.data()));
   }
-  // The scale multiplies the finished float32 sum, as ATen's kernel does.
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) fc[i * n + j] *= fs[j];
+  if (per_row) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) fc[i * n + j] *= fs[j];
+  }
   store_floats(fc.data(), result);
   return Error::Ok;
 }
@@ -158,23 +203,26 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__weight_int8pack_mm(AtenTensorHan
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(std::vector<int64_t>{m, n}, dt));
     if (result.numel() == 0) return return_tensor(std::move(result), ret0, "ret0");
     std::vector<float> x_scratch;
-    KILN_RETURN_IF_ERROR(int8pack_into(contiguous_floats(*a, x_scratch), m, k, *w, *sc, result));
+    KILN_RETURN_IF_ERROR(int8pack_into(contiguous_floats(*a, x_scratch), m, k, *w, *sc, k, result));
     return return_tensor(std::move(result), ret0, "ret0");
   });
 }
 
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_int8_linear(AtenTensorHandle x_h, AtenTensorHandle weight_h,
-                                                           AtenTensorHandle scales_h, AtenTensorHandle* ret0) {
+                                                           AtenTensorHandle scales_h, int64_t group_size,
+                                                           AtenTensorHandle* ret0) {
   return aoti::guarded("aoti_torch_cpu_int8_linear", [&]() -> Error {
     KILN_ASSIGN_OR_RETURN(Tensor * x, cpu_tensor_arg(x_h, "x"));
     KILN_ASSIGN_OR_RETURN(Tensor * w, cpu_tensor_arg(weight_h, "weight"));
     KILN_ASSIGN_OR_RETURN(Tensor * sc, cpu_tensor_arg(scales_h, "scales"));
-    KILN_ASSIGN_OR_RETURN(aoti::Int8LinearPlan plan, aoti::int8_linear_plan(x->dtype(), x->sizes(), w->dtype(),
-                                                                            w->sizes(), sc->dtype(), sc->sizes()));
+    KILN_ASSIGN_OR_RETURN(aoti::Int8LinearPlan plan,
+                          aoti::int8_linear_plan(x->dtype(), x->sizes(), w->dtype(), w->sizes(), sc->dtype(),
+                                                 sc->sizes(), group_size));
     KILN_ASSIGN_OR_RETURN(Tensor result, new_cpu_tensor(plan.out_sizes, x->dtype()));
     if (result.numel() == 0) return return_tensor(std::move(result), ret0, "ret0");
     std::vector<float> x_scratch;  // x's elements in order: its rows [rows, K] contiguous
-    KILN_RETURN_IF_ERROR(int8pack_into(contiguous_floats(*x, x_scratch), plan.rows, plan.k, *w, *sc, result));
+    KILN_RETURN_IF_ERROR(
+        int8pack_into(contiguous_floats(*x, x_scratch), plan.rows, plan.k, *w, *sc, group_size, result));
     return return_tensor(std::move(result), ret0, "ret0");
   });
 }

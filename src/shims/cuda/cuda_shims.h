@@ -58,11 +58,12 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_rms_norm_linear(AtenTensorHandle
 /// offs[G-1]. Does not synchronise; invalid offs are clamped on the device, not reported.
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_grouped_mm(AtenTensorHandle input, AtenTensorHandle weight,
                                                            AtenTensorHandle offs, AtenTensorHandle* ret0);
-/// Kiln's op kiln::int8_linear: *ret0 [..., N] = (x [..., K] @ weight^T) * scales, weight
-/// int8 [N, K], scales [N] of x's dtype; _weight_int8pack_mm over x's rows
-/// (shims/common/int_mm_args.h).
+/// Kiln's op kiln::int8_linear: *ret0 [..., N] = x [..., K] @ W^T, W[n, k] = weight[n, k]
+/// (int8) * scales[n, k / group_size] (x's dtype, [N, K / group_size]); float32 sums rounded
+/// once. group_size K is _weight_int8pack_mm over x's rows (shims/common/int_mm_args.h).
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_int8_linear(AtenTensorHandle x, AtenTensorHandle weight,
-                                                            AtenTensorHandle scales, AtenTensorHandle* ret0);
+                                                            AtenTensorHandle scales, int64_t group_size,
+                                                            AtenTensorHandle* ret0);
 /// Kiln's op kiln::int4_linear: *ret0 [..., N] = x [..., K] @ W^T, W's 4-bit codes two a
 /// byte in qweight [N, K / 2] (k even in the low nibble), dequantized as (code - 8) *
 /// scale + zero with (scale, zero) = scale_zero[n, k / group_size]; float32 sums rounded

@@ -135,23 +135,16 @@ Error int_mm_cublaslt(const int8_t* a, int64_t lda, const int8_t* b, int64_t ldb
   return Error::Ok;
 }
 
-// result r (m x n, contiguous, x's dtype) = x (m x k, any strides) @ w^T
-// times s per column, on `stream`: _weight_int8pack_mm and kiln::int8_linear.
-Error int8_rows_product(const TensorRef& x, const TensorRef& w, const TensorRef& s, const TensorRef& r,
-                        cudaStream_t stream) {
+// result r (m x n, contiguous, x's dtype) = x (m x k, any strides) @ W^T,
+// W[j, i] = w[j, i] * s[j, i / group] (group 0: s is [n], a scale per
+// column that multiplies the finished sum), on `stream`: _weight_int8pack_mm
+// and kiln::int8_linear.
+Error int8_rows_product(const TensorRef& x, const TensorRef& w, const TensorRef& s, int64_t group,
+                        const TensorRef& r, cudaStream_t stream) {
   const int64_t m = x.sizes[0], k = x.sizes[1], n = w.sizes[0];
   if (m == 0 || n == 0) return Error::Ok;
-  const StridedMatrix<const int8_t> wm{static_cast<const int8_t*>(w.data), w.strides[0], w.strides[1]};
-  if (m > kInt8DirectRows && k > 0) {
-    auto block = [&](int64_t j0, int64_t cols, void* out, cudaStream_t st) {
-      return launch_dequantize_int8_rows(wm, s.data, s.strides[0], x.dtype, j0, cols, k, out, st);
-    };
-    return dequantized_product(x, n, 1, block, r, stream);
-  }
-  // The quantized GEMV kernel where its layout conditions hold (contiguous,
-  // aligned rows); the strided kernel for any other layout.
   QuantizedGemvParams p;
-  p.codes = WeightCodes::Int8PerRow;
+  p.codes = WeightCodes::Int8;
   p.x_rs = x.strides[0];
   p.dtype = x.dtype;
   p.w = w.data;
@@ -159,8 +152,20 @@ Error int8_rows_product(const TensorRef& x, const TensorRef& w, const TensorRef&
   p.scale = s.data;
   p.scale_dtype = s.dtype;
   p.s_n = s.strides[0];
+  p.s_g = group > 0 ? s.strides[1] : 0;
+  p.group_size = group;
   p.N = n;
   p.K = k;
+  if (m > kInt8DirectRows && k > 0) {
+    auto block = [&](int64_t j0, int64_t cols, void* out, cudaStream_t st) {
+      return launch_dequantize_int8_rows(p, w.strides[1], j0, cols, out, st);
+    };
+    return dequantized_product(x, n, 1, block, r, stream);
+  }
+  // The quantized GEMV kernel where its layout conditions hold (contiguous,
+  // aligned rows); otherwise the strided kernel (a scale per column) or,
+  // grouped, the weight dequantized for the product.
+  const StridedMatrix<const int8_t> wm{static_cast<const int8_t*>(w.data), w.strides[0], w.strides[1]};
   const bool contiguous_k = (x.strides[1] == 1 || k == 1) && (w.strides[1] == 1 || k == 1);
   const int64_t elem = static_cast<int64_t>(x.element_bytes());
   for (int64_t r0 = 0; r0 < m; r0 += kQuantizedGemvMaxRows) {
@@ -170,9 +175,19 @@ Error int8_rows_product(const TensorRef& x, const TensorRef& w, const TensorRef&
     p.out = static_cast<char*>(r.data) + r0 * n * elem;
     if (contiguous_k && quantized_gemv_unsupported(p) == nullptr) {
       KILN_RETURN_IF_ERROR(launch_quantized_gemv(p, stream));
-    } else {
+    } else if (group == 0) {
       KILN_RETURN_IF_ERROR(launch_weight_int8pack_mm(p.x, x.strides[0], x.strides[1], wm, s.data, s.strides[0],
                                                      x.dtype, p.out, rows, n, k, stream));
+    } else {
+      TensorRef xr = x, rr = r;
+      xr.data = const_cast<void*>(p.x);
+      xr.sizes = {rows, k};
+      rr.data = p.out;
+      rr.sizes = {rows, n};
+      auto block = [&](int64_t j0, int64_t cols, void* out, cudaStream_t st) {
+        return launch_dequantize_int8_rows(p, w.strides[1], j0, cols, out, st);
+      };
+      KILN_RETURN_IF_ERROR(dequantized_product(xr, n, 1, block, rr, stream));
     }
   }
   return Error::Ok;
@@ -229,20 +244,21 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int8pack_mm(AtenTensorHa
     KILN_ASSIGN_OR_RETURN(TensorRef r, read_tensor(result.get(), "ret0"));
     ScopedDevice scoped(x.device_index);  // the kernels launch on self's device whichever is current
     KILN_RETURN_IF_ERROR(scoped.status());
-    KILN_RETURN_IF_ERROR(int8_rows_product(x, w, s, r, current_stream(x.device_index)));
+    KILN_RETURN_IF_ERROR(int8_rows_product(x, w, s, 0, r, current_stream(x.device_index)));
     return return_handle(result, ret0, "ret0");
   });
 }
 
 KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_int8_linear(AtenTensorHandle x_h, AtenTensorHandle weight_h,
-                                                            AtenTensorHandle scales_h, AtenTensorHandle* ret0) {
+                                                            AtenTensorHandle scales_h, int64_t group_size,
+                                                            AtenTensorHandle* ret0) {
   return aoti::guarded("aoti_torch_cuda_int8_linear", [&]() -> Error {
     KILN_RETURN_IF_ERROR(aoti::out_arg(ret0, "ret0"));
     KILN_ASSIGN_OR_RETURN(TensorRef x, read_tensor(x_h, "x"));
     KILN_ASSIGN_OR_RETURN(TensorRef w, read_tensor(weight_h, "weight"));
     KILN_ASSIGN_OR_RETURN(TensorRef s, read_tensor(scales_h, "scales"));
     KILN_ASSIGN_OR_RETURN(aoti::Int8LinearPlan plan,
-                          aoti::int8_linear_plan(x.dtype, x.sizes, w.dtype, w.sizes, s.dtype, s.sizes));
+                          aoti::int8_linear_plan(x.dtype, x.sizes, w.dtype, w.sizes, s.dtype, s.sizes, group_size));
     KILN_RETURN_IF_ERROR(same_device(w, x, "weight", "x"));
     KILN_RETURN_IF_ERROR(same_device(s, x, "scales", "x"));
     KILN_ASSIGN_OR_RETURN(OwnedHandle result, new_contiguous(plan.out_sizes, x.dtype, x.device_index));
@@ -255,7 +271,13 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cuda_int8_linear(AtenTensorHandle x_h
     TensorRef r2 = r;
     r2.sizes = {plan.rows, plan.n};
     r2.strides = {plan.n, 1};
-    KILN_RETURN_IF_ERROR(int8_rows_product(x2, w, s, r2, stream));
+    // One group a row is the per-column form (the kernels' group 0).
+    TensorRef s2 = s;
+    if (plan.groups == 1) {
+      s2.sizes = {plan.n};
+      s2.strides = {s.strides[0]};
+    }
+    KILN_RETURN_IF_ERROR(int8_rows_product(x2, w, s2, plan.groups == 1 ? 0 : group_size, r2, stream));
     return return_handle(result, ret0, "ret0");
   });
 }

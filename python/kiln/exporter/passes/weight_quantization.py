@@ -19,7 +19,8 @@ scheme cannot hold (K not a multiple of the group, N not a multiple of 8 for CUD
 layout, a non-float weight) stays as it is; the summary line says how many did.
 
 Spec grammar (a string, comma-separated): the linear scheme ``int8`` | ``int4`` | ``none``,
-then optionally ``group=32|64|128|256`` (int4; default 128), ``embedding=int8|none``
+then optionally ``group=32|64|128|256`` (default 128: the inputs sharing a scale; an int8
+weight whose inputs the group does not divide takes one scale a row), ``embedding=int8|none``
 (default none) and ``skip=<substring>`` (repeatable: weights whose name contains it stay
 float, e.g. ``skip=lm_head``). Examples: ``"int8"``, ``"int4,group=64,embedding=int8"``.
 """
@@ -190,16 +191,18 @@ def _quantize(ep, spec, device, report):
 
         def int8_params():
             if not int8:
-                q = qw.quantize_int8(weight)
-                int8.extend((add_param(holder, fqn + "_int8", q.codes), add_param(holder, fqn + "_int8_scale", q.scales)))
+                # Groups along the inputs where the group divides them, else one scale a row.
+                q = qw.quantize_int8(weight, spec.group_size if k % spec.group_size == 0 else k)
+                int8.extend((add_param(holder, fqn + "_int8", q.codes),
+                             add_param(holder, fqn + "_int8_scale", q.scales), q.group_size))
             return int8
 
         for plan in plans:
             if plan == "linear-int8":
-                codes, scales = int8_params()
+                codes, scales, group = int8_params()
                 for use in linear_uses:
                     bias = use.args[2] if len(use.args) > 2 else None
-                    replace(use, kiln_ops.INT8_LINEAR, (use.args[0], codes, scales), bias)
+                    replace(use, kiln_ops.INT8_LINEAR, (use.args[0], codes, scales, group), bias)
             elif plan == "linear-int4":
                 q = qw.quantize_int4(weight, spec.group_size)
                 packed = add_param(holder, fqn + "_int4", qw.pack_nibbles(q.codes))
@@ -208,16 +211,19 @@ def _quantize(ep, spec, device, report):
                     bias = use.args[2] if len(use.args) > 2 else None
                     replace(use, kiln_ops.INT4_LINEAR, (use.args[0], packed, sz, spec.group_size), bias)
             else:
-                codes, scales = int8_params()
+                codes, scales, group = int8_params()
                 for use in embedding_uses:
                     ids = use.args[1]
+                    # rows [..., D] as [..., groups, group] times their scales [..., groups, 1].
                     with gm.graph.inserting_before(use):
                         rows = gm.graph.call_function(aten.embedding.default, (codes, ids))
-                        column = gm.graph.call_function(aten.unsqueeze.default, (scales, 1))
-                        row_scales = gm.graph.call_function(aten.embedding.default, (column, ids))
+                        row_scales = gm.graph.call_function(aten.embedding.default, (scales, ids))
                         wide = gm.graph.call_function(aten._to_copy.default, (rows,), {"dtype": weight.dtype})
-                        out = gm.graph.call_function(aten.mul.Tensor, (wide, row_scales))
-                    for new in (rows, column, row_scales, wide, out):
+                        split = gm.graph.call_function(aten.unflatten.int, (wide, -1, [k // group, group]))
+                        column = gm.graph.call_function(aten.unsqueeze.default, (row_scales, -1))
+                        scaled = gm.graph.call_function(aten.mul.Tensor, (split, column))
+                        out = gm.graph.call_function(aten.flatten.using_ints, (scaled, -2, -1))
+                    for new in (rows, row_scales, wide, split, column, scaled, out):
                         new.meta.update({key: v for key, v in use.meta.items() if key != "val"})
                     use.replace_all_uses_with(out)
                     gm.graph.erase_node(use)

@@ -159,32 +159,6 @@ Error launch_int8pack_typed(const void* x, int64_t x_rs, int64_t x_cs, StridedMa
   return cuda_status(cudaGetLastError(), "launching the weight_int8pack_mm kernel");
 }
 
-// One thread per weight element of rows [j0, j0 + rows), the column running
-// fastest (consecutive threads read consecutive bytes of a row-major weight).
-template <typename T>
-__global__ void dequantize_int8_rows_kernel(StridedMatrix<const int8_t> w, const T* scales, int64_t scales_stride,
-                                            int64_t j0, int64_t rows, int64_t k, T* out) {
-  const int64_t total = rows * k;
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t j = j0 + idx / k, c = idx % k;
-    out[idx] = from_float<T>(static_cast<float>(w.ptr[j * w.rs + c * w.cs]) * to_float(scales[j * scales_stride]));
-  }
-}
-
-template <typename T>
-Error launch_dequantize_typed(StridedMatrix<const int8_t> w, const void* scales, int64_t scales_stride, int64_t j0,
-                              int64_t rows, int64_t k, void* out, cudaStream_t stream) {
-  const int64_t total = rows * k;
-  if (total == 0) return Error::Ok;
-  constexpr int kThreads = 256;
-  const int64_t blocks = (total + kThreads - 1) / kThreads;
-  dequantize_int8_rows_kernel<T><<<static_cast<unsigned>(blocks < 65535 * 8 ? blocks : 65535 * 8), kThreads, 0,
-                                   stream>>>(w, static_cast<const T*>(scales), scales_stride, j0, rows, k,
-                                             static_cast<T*>(out));
-  return cuda_status(cudaGetLastError(), "launching the int8 weight dequantization kernel");
-}
-
 }  // namespace
 
 Error launch_int_mm_tiled(StridedMatrix<const int8_t> a, StridedMatrix<const int8_t> b, StridedMatrix<int32_t> out,
@@ -195,20 +169,6 @@ Error launch_int_mm_tiled(StridedMatrix<const int8_t> a, StridedMatrix<const int
   const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(row_tiles < kMaxGridY ? row_tiles : kMaxGridY));
   int_mm_tiled_kernel<<<grid, dim3(kTile, kTile), 0, stream>>>(a, b, out, m, n, k);
   return cuda_status(cudaGetLastError(), "launching the _int_mm kernel");
-}
-
-Error launch_dequantize_int8_rows(StridedMatrix<const int8_t> w, const void* scales, int64_t scales_stride,
-                                  DType dtype, int64_t j0, int64_t rows, int64_t k, void* out, cudaStream_t stream) {
-  switch (dtype) {
-    case DType::Float32:
-      return launch_dequantize_typed<float>(w, scales, scales_stride, j0, rows, k, out, stream);
-    case DType::Float16:
-      return launch_dequantize_typed<__half>(w, scales, scales_stride, j0, rows, k, out, stream);
-    case DType::BFloat16:
-      return launch_dequantize_typed<__nv_bfloat16>(w, scales, scales_stride, j0, rows, k, out, stream);
-    default:
-      return set_error(Error::NotSupported, std::string("int8 weight dequantization to ") + dtype_name(dtype));
-  }
 }
 
 Error launch_weight_int8pack_mm(const void* x, int64_t x_rs, int64_t x_cs, StridedMatrix<const int8_t> w,

@@ -37,10 +37,4 @@ Error launch_weight_int8pack_mm(const void* x, int64_t x_rs, int64_t x_cs, Strid
                                 const void* scales, int64_t scales_stride, DType dtype, void* out, int64_t m,
                                 int64_t n, int64_t k, cudaStream_t stream);
 
-/// Weight rows [j0, j0 + rows) times their scales, rounded to `dtype` (that
-/// of the scales), into `out`: row-major [rows, k]. The operand of a
-/// library product when x has many rows.
-Error launch_dequantize_int8_rows(StridedMatrix<const int8_t> w, const void* scales, int64_t scales_stride,
-                                  DType dtype, int64_t j0, int64_t rows, int64_t k, void* out, cudaStream_t stream);
-
 }  // namespace kiln::cudadev

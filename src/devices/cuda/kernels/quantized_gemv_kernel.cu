@@ -40,7 +40,7 @@ __device__ inline float load_scale(const void* base, DType dt, int64_t index) {
 // Values a 16-byte weight vector holds.
 template <WeightCodes C>
 constexpr int vector_values() {
-  return C == WeightCodes::Int8PerRow ? 16 : 32;
+  return C == WeightCodes::Int8 ? 16 : 32;
 }
 
 // Columns a warp takes: they share each load of x, its conversion to float
@@ -48,7 +48,7 @@ constexpr int vector_values() {
 // arithmetic unless spread over several columns.
 template <WeightCodes C>
 constexpr int cols_per_warp() {
-  return C == WeightCodes::Int8PerRow ? 2 : 4;
+  return C == WeightCodes::Int8 ? 2 : 4;
 }
 
 // `n` consecutive values of x (contiguous, 16-byte aligned) as float32.
@@ -77,7 +77,7 @@ __device__ inline float offset_dot(const uint4& w, const float* xv) {
   float s = 0.0f;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    if constexpr (C == WeightCodes::Int8PerRow) {
+    if constexpr (C == WeightCodes::Int8) {
 #pragma unroll
       for (int b = 0; b < 4; ++b) {
         // Byte b at bits 15..22, its sign bit flipped (b + 128), over 1.0's exponent.
@@ -114,7 +114,8 @@ __global__ void __launch_bounds__(kThreads) quantized_gemv_kernel(const Quantize
   const int64_t step = static_cast<int64_t>(warps_per_group) * 32;
   const auto* wbase = static_cast<const unsigned char*>(p.w);
   const T* xbase = static_cast<const T*>(p.x);
-  const auto vectors_per_group = static_cast<uint32_t>(C == WeightCodes::Int4Groups ? p.group_size / kVals : 1);
+  const bool grouped = C == WeightCodes::Int4Groups || p.group_size > 0;
+  const auto vectors_per_group = static_cast<uint32_t>(grouped ? p.group_size / kVals : 1);
   const int vectors_shift =
       (vectors_per_group & (vectors_per_group - 1)) == 0 ? __ffs(static_cast<int>(vectors_per_group)) - 1 : -1;
 
@@ -145,9 +146,9 @@ __global__ void __launch_bounds__(kThreads) quantized_gemv_kernel(const Quantize
     for (int u = 0; u < kUnroll; ++u) {
       const int64_t q = q0 + u * step;
       if (q >= vecs) break;
-      // Int4: one (scale, zero) per vector (groups are whole vectors).
+      // One (scale, zero) per vector when grouped (groups are whole vectors).
       float scale[kColsPerWarp], zero[kColsPerWarp];
-      if constexpr (C == WeightCodes::Int4Groups) {
+      if (C == WeightCodes::Int4Groups || grouped) {
         // Weight vectors per group: a power of two in practice (a shift); a
         // 64-bit division per vector would cost more than the vector's codes.
         const int64_t g = vectors_shift >= 0 ? (q >> vectors_shift) : static_cast<int64_t>(
@@ -156,7 +157,7 @@ __global__ void __launch_bounds__(kThreads) quantized_gemv_kernel(const Quantize
         for (int c = 0; c < kColsPerWarp; ++c) {
           const int64_t at = (live[c] ? n0 + c : 0) * p.s_n + g * p.s_g;
           scale[c] = load_scale(p.scale, p.scale_dtype, at);
-          zero[c] = load_scale(p.scale, p.scale_dtype, at + p.s_pair);
+          zero[c] = C == WeightCodes::Int4Groups ? load_scale(p.scale, p.scale_dtype, at + p.s_pair) : 0.0f;
         }
       }
 #pragma unroll
@@ -169,9 +170,10 @@ __global__ void __launch_bounds__(kThreads) quantized_gemv_kernel(const Quantize
 #pragma unroll
         for (int c = 0; c < kColsPerWarp; ++c) {
           const float s = offset_dot<C>(wv[u][c], xv);
-          if constexpr (C == WeightCodes::Int8PerRow) {
-            // sum(b x) = 256 (s - xsum) - 128 xsum; the row's scale comes at the end.
-            acc[m][c] += fmaf(256.0f, s, -384.0f * xsum);
+          if constexpr (C == WeightCodes::Int8) {
+            // sum(b x) = 256 (s - xsum) - 128 xsum; a row's scale comes at the end.
+            const float dot = fmaf(256.0f, s, -384.0f * xsum);
+            acc[m][c] = grouped ? fmaf(scale[c], dot, acc[m][c]) : acc[m][c] + dot;
           } else {
             // sum(((c - 8) scale + zero) x) = 16 scale s + (zero - 24 scale) xsum.
             acc[m][c] += fmaf(16.0f * scale[c], s, (zero[c] - 24.0f * scale[c]) * xsum);
@@ -190,7 +192,7 @@ __global__ void __launch_bounds__(kThreads) quantized_gemv_kernel(const Quantize
 
   T* out = static_cast<T*>(p.out);
   const auto store = [&](int64_t n, int m, float sum) {
-    if constexpr (C == WeightCodes::Int8PerRow) sum *= load_scale(p.scale, p.scale_dtype, n * p.s_n);
+    if (C == WeightCodes::Int8 && !grouped) sum *= load_scale(p.scale, p.scale_dtype, n * p.s_n);
     out[m * p.N + n] = from_float<T>(sum);
   };
   if (warps_per_group == 1) {  // uniform over the block: no barrier is skipped by some threads only
@@ -237,8 +239,8 @@ void launch_typed(const QuantizedGemvParams& p, int warps_per_group, cudaStream_
 
 template <typename T>
 void launch_codes(const QuantizedGemvParams& p, int warps_per_group, cudaStream_t stream) {
-  if (p.codes == WeightCodes::Int8PerRow)
-    launch_typed<T, WeightCodes::Int8PerRow>(p, warps_per_group, stream);
+  if (p.codes == WeightCodes::Int8)
+    launch_typed<T, WeightCodes::Int8>(p, warps_per_group, stream);
   else
     launch_typed<T, WeightCodes::Int4Groups>(p, warps_per_group, stream);
 }
@@ -255,9 +257,9 @@ int sm_count_of_current_device() {
 // blocks; otherwise more (as the float GEMV does), as long as each warp still
 // has two unrolled steps of vectors per lane.
 int warps_per_group_for(const QuantizedGemvParams& p) {
-  const bool int8 = p.codes == WeightCodes::Int8PerRow;
+  const bool int8 = p.codes == WeightCodes::Int8;
   const int64_t vals = int8 ? 16 : 32;
-  const int64_t per_warp = int8 ? cols_per_warp<WeightCodes::Int8PerRow>() : cols_per_warp<WeightCodes::Int4Groups>();
+  const int64_t per_warp = int8 ? cols_per_warp<WeightCodes::Int8>() : cols_per_warp<WeightCodes::Int4Groups>();
   const int64_t vecs = p.K / vals;
   const int64_t want_blocks = 4 * static_cast<int64_t>(sm_count_of_current_device());
   int g = 1;
@@ -289,6 +291,18 @@ __global__ void dequantize_int4_kernel(const QuantizedGemvParams p, int64_t j0, 
 }
 
 template <typename T>
+__global__ void dequantize_int8_kernel(const QuantizedGemvParams p, int64_t w_cs, int64_t j0, int64_t rows, T* out) {
+  const int64_t total = rows * p.K;
+  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
+       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t n = j0 + idx / p.K, k = idx % p.K;
+    const int64_t g = p.group_size > 0 ? k / p.group_size : 0;
+    const int8_t code = static_cast<const int8_t*>(p.w)[n * p.w_rs + k * w_cs];
+    out[idx] = from_float<T>(static_cast<float>(code) * load_scale(p.scale, p.scale_dtype, n * p.s_n + g * p.s_g));
+  }
+}
+
+template <typename T>
 __global__ void int4_linear_simple_kernel(const QuantizedGemvParams p) {
   const int64_t total = p.M * p.N;
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
@@ -314,10 +328,12 @@ const char* quantized_gemv_unsupported(const QuantizedGemvParams& p) {
   if (p.M < 1 || p.M > kQuantizedGemvMaxRows) return "x has no rows or more than 4";
   if (p.N < 1 || p.K < 1) return "empty product";
   if (p.N > static_cast<int64_t>(INT_MAX)) return "more than 2^31 - 1 columns";
-  const int64_t vals = p.codes == WeightCodes::Int8PerRow ? 16 : 32;
+  const int64_t vals = p.codes == WeightCodes::Int8 ? 16 : 32;
   if (p.K % vals != 0) return "K is not a multiple of a 16-byte weight vector's values";
   if (p.codes == WeightCodes::Int4Groups && (p.group_size <= 0 || p.group_size % 32 != 0))
     return "the group size is not a multiple of 32";
+  if (p.codes == WeightCodes::Int8 && (p.group_size < 0 || p.group_size % 16 != 0))
+    return "the group size is not a multiple of 16";
   if (p.K / vals > static_cast<int64_t>(UINT32_MAX)) return "K too large for 32-bit vector indices";
   const auto elem = static_cast<int64_t>(element_size(p.dtype));
   if (reinterpret_cast<uintptr_t>(p.x) % kVecBytes != 0 || (p.M > 1 && (p.x_rs * elem) % kVecBytes != 0))
@@ -359,6 +375,28 @@ Error launch_dequantize_int4_rows(const QuantizedGemvParams& p, int64_t j0, int6
       break;
   }
   return cuda_status(cudaGetLastError(), "launching the int4 dequantization kernel");
+}
+
+Error launch_dequantize_int8_rows(const QuantizedGemvParams& p, int64_t w_cs, int64_t j0, int64_t rows, void* out,
+                                  cudaStream_t stream) {
+  const int64_t total = rows * p.K;
+  if (total == 0) return Error::Ok;
+  constexpr int threads = 256;
+  switch (p.dtype) {
+    case DType::Float32:
+      dequantize_int8_kernel<float><<<grid_for(total, threads), threads, 0, stream>>>(p, w_cs, j0, rows,
+                                                                                     static_cast<float*>(out));
+      break;
+    case DType::Float16:
+      dequantize_int8_kernel<__half><<<grid_for(total, threads), threads, 0, stream>>>(p, w_cs, j0, rows,
+                                                                                      static_cast<__half*>(out));
+      break;
+    default:
+      dequantize_int8_kernel<__nv_bfloat16><<<grid_for(total, threads), threads, 0, stream>>>(
+          p, w_cs, j0, rows, static_cast<__nv_bfloat16*>(out));
+      break;
+  }
+  return cuda_status(cudaGetLastError(), "launching the int8 dequantization kernel");
 }
 
 Error launch_int4_linear_simple(const QuantizedGemvParams& p, cudaStream_t stream) {
