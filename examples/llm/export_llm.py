@@ -2,6 +2,7 @@
 
     python3 examples/llm/export_llm.py --out-dir out/ [--config tiny|small|100m]
                                        [--device cpu|cuda] [--dtype float32|bfloat16]
+                                       [--quantize int8|int4[,group=N][,embedding=int8]]
 
 writes ``out/llm.kiln`` with two methods that share one weights blob:
 
@@ -367,9 +368,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32", help="weights and caches")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     parser.add_argument("--no-autotune", action="store_true", help="CUDA: compile without GEMM autotuning (faster)")
+    parser.add_argument("--quantize", default=None, metavar="SPEC",
+                        help="weight-only quantization, e.g. int8 or int4,group=64,embedding=int8 "
+                             "(compile spec quantize: docs/quantization.md)")
     parser.add_argument("--quiet", action="store_true", help="no per-stage progress lines")
     args = parser.parse_args(argv)
-    specs = {"max_autotune": False} if args.no_autotune else None
+    specs = {"max_autotune": False} if args.no_autotune else {}
+    if args.quantize:
+        specs["quantize"] = args.quantize
     path = export_program(Path(args.out_dir), config=args.config, device=args.device, dtype=args.dtype,
                           seed=args.seed, compile_specs=specs, verbose=not args.quiet)
     print(f"wrote {path}")
