@@ -194,3 +194,21 @@ def checked(sec: Section, check: str, fn: Callable[[], tuple[float | None, bool,
         row["note"] = f"{type(e).__name__}: {str(e)[:300]}"
         raise
     assert row["ok"], f"{check}: {row['note']} (max rel err {row['max_rel_err']})"
+
+
+def cuda_shim_library():
+    """tests/ops' ShimLibrary over this build's libkiln.so with the CUDA plugin's ops, after
+    checking that Kiln sees a CUDA device (the plugin is loaded)."""
+    import ctypes
+    import sys
+
+    ops_dir = str(REPO / "tests" / "ops")
+    if ops_dir not in sys.path:
+        sys.path.insert(0, ops_dir)
+    from shim_caller import ShimLibrary
+
+    base = BUILD / "libkiln.so"
+    kiln = ctypes.CDLL(str(base))
+    kiln.kiln_cuda_device_count.restype = ctypes.c_int32
+    assert kiln.kiln_cuda_device_count() > 0, "Kiln sees no CUDA device (libkiln_cuda.so not loaded?)"
+    return ShimLibrary(str(base), str(BUILD / "libkiln_cuda.so"))

@@ -17,7 +17,7 @@ from op_case import CASES  # noqa: E402
 from op_inventory import implemented, suffix  # noqa: E402
 from op_runner import run_case  # noqa: E402
 from op_suite import cases_of, params  # noqa: E402
-from shim_caller import ShimLibrary  # noqa: E402
+
 
 DEVICE = "cuda"
 FUNCTIONS = implemented(DEVICE)
@@ -25,13 +25,7 @@ FUNCTIONS = implemented(DEVICE)
 
 @pytest.fixture(scope="module")
 def lib():
-    import ctypes
-
-    base = gpu_support.BUILD / "libkiln.so"
-    kiln = ctypes.CDLL(str(base))
-    kiln.kiln_cuda_device_count.restype = ctypes.c_int32
-    assert kiln.kiln_cuda_device_count() > 0, "Kiln sees no CUDA device (libkiln_cuda.so not loaded?)"
-    return ShimLibrary(str(base), str(gpu_support.BUILD / "libkiln_cuda.so"))
+    return gpu_support.cuda_shim_library()
 
 
 @pytest.mark.parametrize("function", FUNCTIONS)

@@ -22,20 +22,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 
 import gpu_support  # noqa: E402
 from grouped_mm_cases import bad_offs, call_grouped_mm, cases, fallback  # noqa: E402
-from shim_caller import ShimLibrary  # noqa: E402
+
 
 TOLERANCE = 2e-2  # relative (norm) error, bfloat16 model against bfloat16 eager
 
 
 @pytest.fixture(scope="module")
 def lib():
-    import ctypes
-
-    base = gpu_support.BUILD / "libkiln.so"
-    kiln = ctypes.CDLL(str(base))
-    kiln.kiln_cuda_device_count.restype = ctypes.c_int32
-    assert kiln.kiln_cuda_device_count() > 0, "Kiln sees no CUDA device (libkiln_cuda.so not loaded?)"
-    return ShimLibrary(str(base), str(gpu_support.BUILD / "libkiln_cuda.so"))
+    return gpu_support.cuda_shim_library()
 
 
 def _rel(got: torch.Tensor, want: torch.Tensor) -> float:

@@ -18,20 +18,14 @@ pytestmark = gpu_support.cuda_only
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 
-from shim_caller import KilnError, ShimLibrary  # noqa: E402
+from shim_caller import KilnError  # noqa: E402
 import test_int8_linear as int8_cases  # noqa: E402
 from test_int4_linear import call_int4_linear, check, errors, make, reference  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def lib():
-    import ctypes
-
-    base = gpu_support.BUILD / "libkiln.so"
-    kiln = ctypes.CDLL(str(base))
-    kiln.kiln_cuda_device_count.restype = ctypes.c_int32
-    assert kiln.kiln_cuda_device_count() > 0, "Kiln sees no CUDA device (libkiln_cuda.so not loaded?)"
-    return ShimLibrary(str(base), str(gpu_support.BUILD / "libkiln_cuda.so"))
+    return gpu_support.cuda_shim_library()
 
 
 def on_cuda(*tensors):

@@ -15,7 +15,7 @@ import gpu_support
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "ops"))
 
-from shim_caller import ShimLibrary, call_shim  # noqa: E402
+from shim_caller import call_shim  # noqa: E402
 
 pytestmark = gpu_support.cuda_only
 
@@ -24,13 +24,7 @@ FUNCTION = "aoti_torch_cuda__weight_int4pack_mm"
 
 @pytest.fixture(scope="module")
 def lib():
-    import ctypes
-
-    base = gpu_support.BUILD / "libkiln.so"
-    kiln = ctypes.CDLL(str(base))
-    kiln.kiln_cuda_device_count.restype = ctypes.c_int32
-    assert kiln.kiln_cuda_device_count() > 0, "Kiln sees no CUDA device (libkiln_cuda.so not loaded?)"
-    return ShimLibrary(str(base), str(gpu_support.BUILD / "libkiln_cuda.so"))
+    return gpu_support.cuda_shim_library()
 
 
 def _pack(codes: torch.Tensor, inner_k_tiles: int) -> torch.Tensor:

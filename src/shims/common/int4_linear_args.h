@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/dtype.h"
 #include "kiln/error.h"
+#include "shims/common/linear_rows.h"
 #include "shims/common/shim_util.h"
 
 namespace kiln::aoti {
@@ -66,10 +68,9 @@ inline Result<Int4LinearPlan> int4_linear_plan(DType x_dtype, std::span<const in
   plan.k = k;
   plan.n = n;
   plan.groups = groups;
-  plan.rows = 1;
-  for (size_t i = 0; i + 1 < x.size(); ++i) plan.rows *= x[i];
-  plan.out_sizes.assign(x.begin(), x.end());
-  plan.out_sizes.back() = n;
+  LinearRows rows = linear_rows(x, n);
+  plan.rows = rows.rows;
+  plan.out_sizes = std::move(rows.out_sizes);
   return plan;
 }
 

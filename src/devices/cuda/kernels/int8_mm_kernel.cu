@@ -4,6 +4,7 @@
 #include <string>
 
 #include "devices/cuda/cuda_check.h"
+#include "devices/cuda/kernels/element_convert.cuh"
 #include "devices/cuda/kernels/int8_mm_kernel.h"
 
 namespace kiln::cudadev {
@@ -45,19 +46,6 @@ __global__ void int_mm_tiled_kernel(StridedMatrix<const int8_t> a, StridedMatrix
 // for a decode step's m <= kRows).
 constexpr int kRows = 4;
 constexpr int kWarps = 8;
-
-__device__ inline float to_float(float v) { return v; }
-__device__ inline float to_float(__half v) { return __half2float(v); }
-__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ T from_float(float v);
-template <>
-__device__ float from_float<float>(float v) { return v; }
-template <>
-__device__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
 // How a lane reads its weight row: 16 int8 at a time (one 16-byte load: a
 // warp's load is 512 contiguous bytes, enough in flight to stream the weight

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "devices/cuda/cuda_check.h"
+#include "devices/cuda/kernels/element_convert.cuh"
 #include "devices/cuda/kernels/quantized_gemv_kernel.h"
 
 namespace kiln::cudadev {
@@ -15,27 +16,6 @@ constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kUnroll = 2;       // 16-byte weight vectors in flight per lane and column
 constexpr int64_t kVecBytes = 16;
-
-__device__ inline float to_float(float v) { return v; }
-__device__ inline float to_float(__half v) { return __half2float(v); }
-__device__ inline float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-
-template <typename T>
-__device__ T from_float(float v);
-template <>
-__device__ float from_float<float>(float v) { return v; }
-template <>
-__device__ __half from_float<__half>(float v) { return __float2half_rn(v); }
-template <>
-__device__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
-__device__ inline float load_scale(const void* base, DType dt, int64_t index) {
-  switch (dt) {
-    case DType::Float32: return static_cast<const float*>(base)[index];
-    case DType::Float16: return __half2float(static_cast<const __half*>(base)[index]);
-    default: return __bfloat162float(static_cast<const __nv_bfloat16*>(base)[index]);
-  }
-}
 
 // Values a 16-byte weight vector holds.
 template <WeightCodes C>
@@ -156,8 +136,8 @@ __global__ void __launch_bounds__(kThreads) quantized_gemv_kernel(const Quantize
 #pragma unroll
         for (int c = 0; c < kColsPerWarp; ++c) {
           const int64_t at = (live[c] ? n0 + c : 0) * p.s_n + g * p.s_g;
-          scale[c] = load_scale(p.scale, p.scale_dtype, at);
-          zero[c] = C == WeightCodes::Int4Groups ? load_scale(p.scale, p.scale_dtype, at + p.s_pair) : 0.0f;
+          scale[c] = load_as_float(p.scale, p.scale_dtype, at);
+          zero[c] = C == WeightCodes::Int4Groups ? load_as_float(p.scale, p.scale_dtype, at + p.s_pair) : 0.0f;
         }
       }
 #pragma unroll
@@ -192,7 +172,7 @@ __global__ void __launch_bounds__(kThreads) quantized_gemv_kernel(const Quantize
 
   T* out = static_cast<T*>(p.out);
   const auto store = [&](int64_t n, int m, float sum) {
-    if (C == WeightCodes::Int8 && !grouped) sum *= load_scale(p.scale, p.scale_dtype, n * p.s_n);
+    if (C == WeightCodes::Int8 && !grouped) sum *= load_as_float(p.scale, p.scale_dtype, n * p.s_n);
     out[m * p.N + n] = from_float<T>(sum);
   };
   if (warps_per_group == 1) {  // uniform over the block: no barrier is skipped by some threads only
@@ -278,8 +258,8 @@ __device__ inline float int4_weight(const QuantizedGemvParams& p, int64_t n, int
   const uint8_t byte = static_cast<const uint8_t*>(p.w)[n * p.w_rs + k / 2];
   const int code = (k % 2 == 0 ? byte & 0xF : byte >> 4) - 8;
   const int64_t at = n * p.s_n + (k / p.group_size) * p.s_g;
-  return fmaf(static_cast<float>(code), load_scale(p.scale, p.scale_dtype, at),
-              load_scale(p.scale, p.scale_dtype, at + p.s_pair));
+  return fmaf(static_cast<float>(code), load_as_float(p.scale, p.scale_dtype, at),
+              load_as_float(p.scale, p.scale_dtype, at + p.s_pair));
 }
 
 template <typename T>
@@ -298,7 +278,7 @@ __global__ void dequantize_int8_kernel(const QuantizedGemvParams p, int64_t w_cs
     const int64_t n = j0 + idx / p.K, k = idx % p.K;
     const int64_t g = p.group_size > 0 ? k / p.group_size : 0;
     const int8_t code = static_cast<const int8_t*>(p.w)[n * p.w_rs + k * w_cs];
-    out[idx] = from_float<T>(static_cast<float>(code) * load_scale(p.scale, p.scale_dtype, n * p.s_n + g * p.s_g));
+    out[idx] = from_float<T>(static_cast<float>(code) * load_as_float(p.scale, p.scale_dtype, n * p.s_n + g * p.s_g));
   }
 }
 
@@ -312,6 +292,17 @@ __global__ void int4_linear_simple_kernel(const QuantizedGemvParams p) {
     float sum = 0.0f;
     for (int64_t k = 0; k < p.K; ++k) sum = fmaf(int4_weight(p, n, k), to_float(x[k]), sum);
     static_cast<T*>(p.out)[idx] = from_float<T>(sum);
+  }
+}
+
+// Calls fn(T{}) with T the element type of float dtype `dt` (float32, float16
+// or bfloat16; the callers have checked it is one of them).
+template <typename Fn>
+void for_float_dtype(DType dt, Fn&& fn) {
+  switch (dt) {
+    case DType::Float32: fn(float{}); break;
+    case DType::Float16: fn(__half{}); break;
+    default: fn(__nv_bfloat16{}); break;
   }
 }
 
@@ -347,34 +338,8 @@ Error launch_quantized_gemv(const QuantizedGemvParams& p, cudaStream_t stream) {
   if (const char* why = quantized_gemv_unsupported(p))
     return set_error(Error::InvalidArgument, std::string("quantized GEMV kernel: ") + why);
   const int g = warps_per_group_for(p);
-  switch (p.dtype) {
-    case DType::Float32: launch_codes<float>(p, g, stream); break;
-    case DType::Float16: launch_codes<__half>(p, g, stream); break;
-    default: launch_codes<__nv_bfloat16>(p, g, stream); break;
-  }
+  for_float_dtype(p.dtype, [&](auto zero) { launch_codes<decltype(zero)>(p, g, stream); });
   return cuda_status(cudaGetLastError(), "launching the quantized GEMV kernel");
-}
-
-Error launch_dequantize_int4_rows(const QuantizedGemvParams& p, int64_t j0, int64_t rows, void* out,
-                                  cudaStream_t stream) {
-  const int64_t total = rows * p.K;
-  if (total == 0) return Error::Ok;
-  constexpr int threads = 256;
-  switch (p.dtype) {
-    case DType::Float32:
-      dequantize_int4_kernel<float><<<grid_for(total, threads), threads, 0, stream>>>(p, j0, rows,
-                                                                                     static_cast<float*>(out));
-      break;
-    case DType::Float16:
-      dequantize_int4_kernel<__half><<<grid_for(total, threads), threads, 0, stream>>>(p, j0, rows,
-                                                                                      static_cast<__half*>(out));
-      break;
-    default:
-      dequantize_int4_kernel<__nv_bfloat16><<<grid_for(total, threads), threads, 0, stream>>>(
-          p, j0, rows, static_cast<__nv_bfloat16*>(out));
-      break;
-  }
-  return cuda_status(cudaGetLastError(), "launching the int4 dequantization kernel");
 }
 
 Error launch_dequantize_int8_rows(const QuantizedGemvParams& p, int64_t w_cs, int64_t j0, int64_t rows, void* out,
@@ -382,32 +347,33 @@ Error launch_dequantize_int8_rows(const QuantizedGemvParams& p, int64_t w_cs, in
   const int64_t total = rows * p.K;
   if (total == 0) return Error::Ok;
   constexpr int threads = 256;
-  switch (p.dtype) {
-    case DType::Float32:
-      dequantize_int8_kernel<float><<<grid_for(total, threads), threads, 0, stream>>>(p, w_cs, j0, rows,
-                                                                                     static_cast<float*>(out));
-      break;
-    case DType::Float16:
-      dequantize_int8_kernel<__half><<<grid_for(total, threads), threads, 0, stream>>>(p, w_cs, j0, rows,
-                                                                                      static_cast<__half*>(out));
-      break;
-    default:
-      dequantize_int8_kernel<__nv_bfloat16><<<grid_for(total, threads), threads, 0, stream>>>(
-          p, w_cs, j0, rows, static_cast<__nv_bfloat16*>(out));
-      break;
-  }
+  for_float_dtype(p.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    dequantize_int8_kernel<T><<<grid_for(total, threads), threads, 0, stream>>>(p, w_cs, j0, rows, static_cast<T*>(out));
+  });
   return cuda_status(cudaGetLastError(), "launching the int8 dequantization kernel");
+}
+
+Error launch_dequantize_int4_rows(const QuantizedGemvParams& p, int64_t j0, int64_t rows, void* out,
+                                  cudaStream_t stream) {
+  const int64_t total = rows * p.K;
+  if (total == 0) return Error::Ok;
+  constexpr int threads = 256;
+  for_float_dtype(p.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    dequantize_int4_kernel<T><<<grid_for(total, threads), threads, 0, stream>>>(p, j0, rows, static_cast<T*>(out));
+  });
+  return cuda_status(cudaGetLastError(), "launching the int4 dequantization kernel");
 }
 
 Error launch_int4_linear_simple(const QuantizedGemvParams& p, cudaStream_t stream) {
   const int64_t total = p.M * p.N;
   if (total == 0) return Error::Ok;
   constexpr int threads = 128;
-  switch (p.dtype) {
-    case DType::Float32: int4_linear_simple_kernel<float><<<grid_for(total, threads), threads, 0, stream>>>(p); break;
-    case DType::Float16: int4_linear_simple_kernel<__half><<<grid_for(total, threads), threads, 0, stream>>>(p); break;
-    default: int4_linear_simple_kernel<__nv_bfloat16><<<grid_for(total, threads), threads, 0, stream>>>(p); break;
-  }
+  for_float_dtype(p.dtype, [&](auto zero) {
+    using T = decltype(zero);
+    int4_linear_simple_kernel<T><<<grid_for(total, threads), threads, 0, stream>>>(p);
+  });
   return cuda_status(cudaGetLastError(), "launching the int4 linear kernel");
 }
 
