@@ -28,6 +28,7 @@
 #include <random>
 #include <vector>
 
+#include "cuda_bench_util.h"
 #include "shims/common/shim_abi.h"
 #include "kiln/cuda.h"
 #include "kiln/dtype.h"
@@ -35,24 +36,10 @@
 
 namespace {
 
-#define CHECK_CUDA(expr)                                                                          \
-  do {                                                                                            \
-    const cudaError_t e_ = (expr);                                                                \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s failed: %s (line %d)\n", #expr, cudaGetErrorString(e_), __LINE__); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
+using kiln::bench::kTimed;
+using kiln::bench::L2Flusher;
+using kiln::bench::median_ms;
 
-#define CHECK_SHIM(expr)                                                                                   \
-  do {                                                                                                     \
-    if ((expr) != 0) {                                                                                     \
-      std::fprintf(stderr, "%s failed: %s (line %d)\n", #expr, kiln::last_error_message().c_str(), __LINE__); \
-      std::exit(1);                                                                                        \
-    }                                                                                                      \
-  } while (0)
-
-constexpr int kWarmup = 5, kTimed = 50;
 constexpr int64_t kGroup = 128;
 
 struct Shape {
@@ -63,42 +50,6 @@ const Shape kShapes[] = {{2048, 2048}, {2048, 256}, {2048, 8192}, {8192, 2048}, 
 using MmFn = AOTITorchError (*)(AtenTensorHandle, AtenTensorHandle, AtenTensorHandle);
 using Int8Fn = AOTITorchError (*)(AtenTensorHandle, AtenTensorHandle, AtenTensorHandle, AtenTensorHandle*);
 using Int4Fn = AOTITorchError (*)(AtenTensorHandle, AtenTensorHandle, AtenTensorHandle, int64_t, AtenTensorHandle*);
-
-struct L2Flusher {
-  void* buf = nullptr;
-  size_t bytes = 0;
-  L2Flusher() {
-    int l2 = 0;
-    CHECK_CUDA(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, 0));
-    bytes = std::max<size_t>(4 * static_cast<size_t>(l2), 64u << 20);
-    CHECK_CUDA(cudaMalloc(&buf, bytes));
-  }
-  ~L2Flusher() { cudaFree(buf); }
-  void flush(int i) const { CHECK_CUDA(cudaMemsetAsync(buf, i & 0xff, bytes, nullptr)); }
-};
-
-template <typename Op>
-double median_ms(const L2Flusher& l2, Op op) {
-  for (int i = 0; i < kWarmup; ++i) op();
-  cudaEvent_t start, stop;
-  CHECK_CUDA(cudaEventCreate(&start));
-  CHECK_CUDA(cudaEventCreate(&stop));
-  std::vector<double> runs;
-  for (int i = 0; i < kTimed; ++i) {
-    l2.flush(i);
-    CHECK_CUDA(cudaEventRecord(start, nullptr));
-    op();
-    CHECK_CUDA(cudaEventRecord(stop, nullptr));
-    CHECK_CUDA(cudaEventSynchronize(stop));
-    float ms = 0;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    runs.push_back(ms);
-  }
-  CHECK_CUDA(cudaEventDestroy(start));
-  CHECK_CUDA(cudaEventDestroy(stop));
-  std::sort(runs.begin(), runs.end());
-  return runs[runs.size() / 2];
-}
 
 AtenTensorHandle cuda_tensor(std::vector<int64_t> sizes, std::vector<int64_t> strides, kiln::DType dtype) {
   AtenTensorHandle h = nullptr;
