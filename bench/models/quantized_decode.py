@@ -61,7 +61,7 @@ def export_one(scheme: str, args) -> dict:
     export_s = time.perf_counter() - t0
     # The reference: the same quantized weights in eager PyTorch.
     spec = parse_quantize_spec(SCHEMES[scheme])
-    reference = quantize_weights(ep, spec, "cuda") if spec.active() else ep
+    reference = quantize_weights(ep, spec) if spec.active() else ep
     weight_bytes = sum(t.numel() * t.element_size() for t in reference.state_dict.values())
     torch.manual_seed(1)
     inputs = bm.points[0].inputs()

@@ -134,7 +134,7 @@ def test_the_pass_replaces_linears_and_embeddings_and_drops_the_float_weights():
     ep = export_decoder(model)
     before = dict(ep.state_dict)
     notes = []
-    q = quantize_weights(ep, parse_quantize_spec("int8,embedding=int8"), "cpu", log=notes.append)
+    q = quantize_weights(ep, parse_quantize_spec("int8,embedding=int8"), log=notes.append)
     ops = ops_in(q)
     assert ops.get("kiln.int8_linear.default") == 4 and "aten.linear.default" not in ops
     assert ops.get("aten.embedding.default") == 2  # codes and scales
@@ -154,12 +154,12 @@ def test_the_pass_replaces_linears_and_embeddings_and_drops_the_float_weights():
 def test_skip_and_unsupported_shapes_stay_float():
     torch.manual_seed(4)
     model = TinyDecoder().eval()
-    q = quantize_weights(export_decoder(model), parse_quantize_spec("int8,skip=mix"), "cpu")
+    q = quantize_weights(export_decoder(model), parse_quantize_spec("int8,skip=mix"))
     assert ops_in(q).get("aten.linear.default") == 1 and ops_in(q).get("kiln.int8_linear.default") == 3
     # The tied weight keeps its float copy for the embedding, which stays float.
     assert q.state_dict["head.weight"].dtype == torch.float32
     notes = []
-    quantize_weights(export_decoder(model), parse_quantize_spec("int4,group=256"), "cpu",
+    quantize_weights(export_decoder(model), parse_quantize_spec("int4,group=256"),
                      log=notes.append)
     assert "K not a multiple of 256" in notes[0]
 
@@ -197,7 +197,7 @@ def test_quantized_program_matches_eager_on_the_same_weights(tmp_path, spec, shi
     torch.manual_seed(5)
     model = TinyDecoder().eval()
     ep = export_decoder(model)
-    reference = quantize_weights(ep, parse_quantize_spec(spec), "cpu").module()
+    reference = quantize_weights(ep, parse_quantize_spec(spec)).module()
     # One row (decode), a few and many (prefill), on fresh inputs.
     inputs = [torch.randint(0, VOCAB, shape) for shape in ((2, 1), (2, 3), (2, 57))]
     imports, outs, _ = run_program(tmp_path, ep, spec, inputs)
@@ -214,7 +214,7 @@ def test_bfloat16_int8_program(tmp_path):
     torch.manual_seed(6)
     model = TinyDecoder(torch.bfloat16).eval()
     ep = export_decoder(model)
-    reference = quantize_weights(ep, parse_quantize_spec("int8"), "cpu").module()
+    reference = quantize_weights(ep, parse_quantize_spec("int8")).module()
     ids = torch.randint(0, VOCAB, (2, 4))
     program = kiln.export(ep, backend="cpu", compile_specs={"quantize": "int8"}, verbose=False)
     path = tmp_path / "bf16.kiln"

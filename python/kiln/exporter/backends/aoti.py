@@ -325,7 +325,7 @@ class AotiBackend:
             if quantize.linear != "none" and not self._implements_kiln_op(f"{quantize.linear}_linear"):
                 raise ValueError(f"compile spec 'quantize': {quantize.linear} linears are not implemented on "
                                  f"{self.device_name()} yet (aoti_torch_{self.device_name()}_{quantize.linear}_linear)")
-            passes.append(lambda ep: quantize_weights(ep, quantize, self.device_name(), log=self.progress.note))
+            passes.append(lambda ep: quantize_weights(ep, quantize, log=self.progress.note))
         return passes
 
     def _implements_kiln_op(self, op_name: str) -> bool:

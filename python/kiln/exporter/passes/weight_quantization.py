@@ -92,18 +92,18 @@ class _Report:
         self.kept[why] = self.kept.get(why, 0) + 1
 
 
-def quantize_weights(ep, spec: QuantizeSpec, device: str, log: Callable[[str], Any] | None = None):
+def quantize_weights(ep, spec: QuantizeSpec, log: Callable[[str], Any] | None = None):
     """Returns a new ExportedProgram with the linears and embeddings of ``spec`` quantized
-    (``ep`` itself when nothing matches), for ``device``'s runtime (whose
-    kiln::int8_linear / kiln::int4_linear the backend has checked)."""
+    (``ep`` itself when nothing matches); the backend has checked that its runtime has
+    kiln::int8_linear / kiln::int4_linear."""
     report = _Report()
-    result = _quantize(ep, spec, device, report)
+    result = _quantize(ep, spec, report)
     if log is not None:
         log(report.summary(spec))
     return result
 
 
-def _quantize(ep, spec, device, report):
+def _quantize(ep, spec, report):
     import copy
 
     import torch
