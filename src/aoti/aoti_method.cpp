@@ -207,17 +207,12 @@ Result<std::unique_ptr<AotiMethod>> AotiMethod::load(std::shared_ptr<const Progr
     if (!self->entry_.run_single_threaded)
       return set_error(Error::NotSupported, label + ": the library has no AOTInductorModelContainerRunSingleThreaded "
                                                     "entry point, which CUDA graphs need (export with torch >= 2.6)");
-    if (!self->mutated_inputs_.empty()) {
-      // A replay reads the graph's own copies of the inputs, so writes the
-      // method makes into an input would never reach the caller's tensor.
-      std::string names;
-      for (size_t i : self->mutated_inputs_) names += (names.empty() ? "'" : ", '") + method.inputs[i].name + "'";
-      KILN_LOG(Warning, label + ": aoti.cuda_graphs is off for this method, which runs eagerly: it writes its " +
-                            "input(s) " + names + " in place, and a replay from the graph's own input buffers " +
-                            "would not pass those writes on");
-    } else {
-      self->graphs_ = std::make_unique<GraphReplay>(self->iface_, config.device, config.cuda_graph_cache_size, label);
-    }
+    // Inputs written in place are bound by address rather than copied, so a
+    // replay writes the caller's buffer as an eager run does (graph_replay.h).
+    std::vector<bool> bound(method.inputs.size(), false);
+    for (size_t i : self->mutated_inputs_) bound[i] = true;
+    self->graphs_ = std::make_unique<GraphReplay>(self->iface_, config.device, config.cuda_graph_cache_size, label,
+                                                  std::move(bound));
   }
   KILN_LOG(Debug, label + " loaded on " + device);
   return self;

@@ -15,8 +15,13 @@ constexpr unsigned kWarmupRuns = 1;
 constexpr size_t kMaxSignatures = 4096;
 }  // namespace
 
-GraphReplay::GraphReplay(DeviceInterface* device, Device where, size_t capacity, std::string method_label)
-    : device_(device), where_(where), capacity_(std::max<size_t>(capacity, 1)), label_(std::move(method_label)) {}
+GraphReplay::GraphReplay(DeviceInterface* device, Device where, size_t capacity, std::string method_label,
+                         std::vector<bool> bound_inputs)
+    : device_(device),
+      where_(where),
+      capacity_(std::max<size_t>(capacity, 1)),
+      label_(std::move(method_label)),
+      bound_(std::move(bound_inputs)) {}
 
 GraphReplay::~GraphReplay() {
   for (auto& [key, graph] : graphs_) drop(graph);
@@ -42,9 +47,11 @@ void GraphReplay::drop(Graph& graph) noexcept {
   graph.handle = nullptr;
 }
 
-std::string GraphReplay::signature_of(std::span<const Tensor> inputs) {
+std::string GraphReplay::signature_of(std::span<const Tensor> inputs) const {
   std::string key;
-  for (const Tensor& t : inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Tensor& t = inputs[i];
+    if (is_bound(i)) key += '@' + std::to_string(reinterpret_cast<uintptr_t>(t.data_ptr()));
     key += std::to_string(static_cast<int>(t.dtype()));
     key += '[';
     for (int64_t s : t.sizes()) key += std::to_string(s) + ',';
@@ -76,7 +83,8 @@ Error GraphReplay::copy_into(const Tensor& dst, const Tensor& src, StreamHandle 
 }
 
 Result<std::vector<Tensor>> GraphReplay::replay(Graph& graph, std::span<const Tensor> inputs, StreamHandle stream) {
-  for (size_t i = 0; i < inputs.size(); ++i) KILN_RETURN_IF_ERROR(copy_into(graph.static_inputs[i], inputs[i], stream));
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (graph.static_inputs[i].defined()) KILN_RETURN_IF_ERROR(copy_into(graph.static_inputs[i], inputs[i], stream));
   KILN_RETURN_IF_ERROR(device_->launch_graph(where_.index, graph.handle, stream));
   std::vector<Tensor> outputs;
   outputs.reserve(graph.recorded_outputs.size());
@@ -91,15 +99,26 @@ Result<std::vector<Tensor>> GraphReplay::replay(Graph& graph, std::span<const Te
 Result<GraphReplay::Graph> GraphReplay::record(std::span<const Tensor> inputs, StreamHandle stream,
                                                const RunFn& run) {
   Graph graph;
-  for (const Tensor& t : inputs) {
-    KILN_ASSIGN_OR_RETURN(Tensor buffer, device_buffer_like(t, stream, FreeOn::RunStream));
-    graph.static_inputs.push_back(std::move(buffer));
+  // What the recorded run reads: the static buffers, and bound inputs as they are.
+  std::vector<Tensor> recorded_inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (is_bound(i)) {
+      if (inputs[i].device() != where_)
+        return set_error(Error::InvalidArgument, "input " + std::to_string(i) + " is written in place and must be on " +
+                                                     device_string(where_) + " to be recorded");
+      graph.static_inputs.emplace_back();
+      recorded_inputs.push_back(inputs[i]);
+      continue;
+    }
+    KILN_ASSIGN_OR_RETURN(Tensor buffer, device_buffer_like(inputs[i], stream, FreeOn::RunStream));
+    graph.static_inputs.push_back(buffer);
+    recorded_inputs.push_back(std::move(buffer));
   }
   // Nothing runs while recording, so the recording stream needs no ordering
   // with `stream`: the replays are queued on `stream` itself.
   KILN_ASSIGN_OR_RETURN(StreamHandle recording, recording_stream_for(stream));
   KILN_RETURN_IF_ERROR(device_->begin_capture(where_.index, recording));
-  auto outputs = run(graph.static_inputs, recording);
+  auto outputs = run(recorded_inputs, recording);
   const std::string run_error = outputs.ok() ? std::string() : last_error_message();
   auto handle = device_->end_capture(where_.index, recording);
   if (!outputs.ok()) {

@@ -3,8 +3,17 @@
 // compiled (dense, aligned on the device: AotiMethod::conform_inputs), so a
 // static input buffer with an input's strides is what the recorded kernels
 // read, and the bytes from an input's first element to its last are all a
-// replay copies in. For each input signature (dtype, sizes, strides of every
-// input) the method first runs eagerly once (warm-up: lazy kernel loading,
+// replay copies in. Inputs the method writes in place (a KV cache) are the
+// exception: they are bound by address instead of copied. The recording reads
+// and writes the caller's own buffer, the buffer's address is part of the
+// signature, and a replay therefore only ever runs on the buffer it was
+// recorded against; another buffer (or another geometry) is a new signature,
+// with its own warm-up and recording. Nothing of a bound buffer is kept, so
+// the caller stays its owner: a freed buffer is simply never passed again (a
+// new one that happens to take its address and geometry is the same storage
+// to the recorded kernels, so replaying on it is right).
+// For each input signature (dtype, sizes, strides of every input, and the
+// address of every bound one) the method first runs eagerly once (warm-up: lazy kernel loading,
 // library handles and algorithm caches happen there, outside any recording),
 // then one run is recorded into a graph against static input buffers, and
 // later calls with that signature copy their inputs into those buffers,
@@ -50,7 +59,10 @@ class GraphReplay {
   /// on `stream`.
   using RunFn = std::function<Result<std::vector<Tensor>>(std::span<const Tensor> inputs, StreamHandle stream)>;
 
-  GraphReplay(DeviceInterface* device, Device where, size_t capacity, std::string method_label);
+  /// `bound_inputs`: indices of the inputs the method writes in place; they
+  /// must be device tensors in the compiled layout (AotiMethod checks that).
+  GraphReplay(DeviceInterface* device, Device where, size_t capacity, std::string method_label,
+              std::vector<bool> bound_inputs);
   ~GraphReplay();
   GraphReplay(const GraphReplay&) = delete;
   GraphReplay& operator=(const GraphReplay&) = delete;
@@ -64,6 +76,7 @@ class GraphReplay {
  private:
   struct Graph {
     GraphHandle handle = nullptr;
+    // One per input; undefined for a bound input (the caller's buffer is used).
     std::vector<Tensor> static_inputs;
     std::vector<Tensor> recorded_outputs;
   };
@@ -72,7 +85,8 @@ class GraphReplay {
     bool eager_only = false;
   };
 
-  static std::string signature_of(std::span<const Tensor> inputs);
+  std::string signature_of(std::span<const Tensor> inputs) const;
+  bool is_bound(size_t input) const noexcept { return input < bound_.size() && bound_[input]; }
   // A device buffer with `like`'s sizes and strides, allocated on `stream`.
   // Static inputs are freed on `stream`, which outlives them. Buffers handed
   // to the caller are freed on whatever stream is current when their last
@@ -94,6 +108,7 @@ class GraphReplay {
   Device where_;
   size_t capacity_;
   std::string label_;
+  std::vector<bool> bound_;
   std::map<std::string, Graph> graphs_;
   std::list<std::string> recency_;  // front: most recently used signature with a graph
   std::map<std::string, SignatureState> signatures_;

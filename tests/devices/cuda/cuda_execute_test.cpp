@@ -418,24 +418,84 @@ TEST_F(CudaExecute, CudaGraphCaptureFailureFallsBackToEagerRuns) {
   expect_scaled((*out)[0], x);
 }
 
-TEST_F(CudaExecute, InputsWrittenInPlaceStayWithTheCallerAndTurnGraphsOff) {
-  // The program says the method writes x in place (metadata mutated_inputs).
+// The mutating fixture computes y = scale * x and then writes x += 1 in place.
+TEST_F(CudaExecute, CudaGraphWritesInputsWrittenInPlaceIntoTheCallersBuffer) {
   Module module(kMutatingGraphProgram);
-  ASSERT_EQ(module.load(aoti_options(graph_options())), Error::Ok) << kiln::last_error_message();
+  BackendOptions o = graph_options();
+  o.set("keep_outputs_on_device", true);
+  ASSERT_EQ(module.load(aoti_options(o)), Error::Ok) << kiln::last_error_message();
   std::vector<float> x = ramp(64, 1.0f);
   auto refused = module.forward({cpu_tensor(x)});  // a staging copy would take the writes
   EXPECT_EQ(refused.error(), Error::InvalidArgument);
   EXPECT_NE(kiln::last_error_message().find("written in place"), std::string::npos) << kiln::last_error_message();
+
   Tensor dx = cuda_tensor(x);
   std::vector<int64_t> calls;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = 0; i < 6; ++i) {
     auto out = module.forward({dx});
     ASSERT_TRUE(out.ok()) << kiln::last_error_message();
-    expect_scaled((*out)[0], x);
+    std::vector<float> expected = x;
+    for (float& v : expected) v += static_cast<float>(i);  // i earlier calls each added 1
+    expect_scaled((*out)[0], expected);
     calls.push_back(calls_of(*out));
   }
-  // Graphs are off: every call ran the model (a replay would repeat the count it recorded).
-  for (size_t i = 1; i < calls.size(); ++i) EXPECT_EQ(calls[i], calls[i - 1] + 1);
+  EXPECT_EQ(calls, (std::vector<int64_t>{1, 2, 2, 2, 2, 2})) << "recorded against the caller's buffer, then replayed";
+  std::vector<float> after = values_of<float>(dx);
+  for (size_t k = 0; k < x.size(); ++k) EXPECT_EQ(after[k], x[k] + 6.0f) << "element " << k;
+
+  // Another buffer of the same shape is another signature: it warms up and is
+  // recorded on its own, and never replays the first buffer's graph.
+  std::vector<float> z = ramp(64, 500.0f);
+  Tensor dz = cuda_tensor(z);
+  std::vector<int64_t> z_calls;
+  for (int i = 0; i < 3; ++i) {
+    auto out = module.forward({dz});
+    ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+    std::vector<float> expected = z;
+    for (float& v : expected) v += static_cast<float>(i);
+    expect_scaled((*out)[0], expected);
+    z_calls.push_back(calls_of(*out));
+  }
+  EXPECT_EQ(z_calls, (std::vector<int64_t>{3, 4, 4}));
+  std::vector<float> x_untouched = values_of<float>(dx);
+  for (size_t k = 0; k < x.size(); ++k) EXPECT_EQ(x_untouched[k], x[k] + 6.0f) << "element " << k;
+
+  // Back to the first buffer: its graph is still cached and replays on it.
+  auto out = module.forward({dx});
+  ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+  EXPECT_EQ(calls_of(*out), 2);
+  std::vector<float> expected = x;
+  for (float& v : expected) v += 6.0f;
+  expect_scaled((*out)[0], expected);
+}
+
+TEST_F(CudaExecute, CudaGraphOfAnInputWrittenInPlaceStaysRightWhenTheCallerReplacesTheBuffer) {
+  // A bound buffer is not kept alive by the graph: once the caller drops it,
+  // its memory goes back, and a new buffer may take the same address (then the
+  // recorded kernels' address is the new buffer's, and the replay is right) or
+  // another one (a new signature).
+  Module module(kMutatingGraphProgram);
+  BackendOptions o = graph_options(/*cache_size=*/2);
+  o.set("keep_outputs_on_device", true);
+  ASSERT_EQ(module.load(aoti_options(o)), Error::Ok) << kiln::last_error_message();
+  auto before = kiln::cuda::memory_stats(0);
+  ASSERT_TRUE(before.ok());
+  for (int round = 0; round < 5; ++round) {
+    std::vector<float> x = ramp(1 << 16, static_cast<float>(round));
+    Tensor dx = cuda_tensor(x);
+    for (int i = 0; i < 3; ++i) {
+      auto out = module.forward({dx});
+      ASSERT_TRUE(out.ok()) << kiln::last_error_message();
+      std::vector<float> expected = x;
+      for (float& v : expected) v += static_cast<float>(i);
+      expect_scaled((*out)[0], expected);
+    }
+  }
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  auto after = kiln::cuda::memory_stats(0);
+  ASSERT_TRUE(after.ok());
+  // At most the two cached graphs' arenas stay (one 256 KiB output each and slack).
+  EXPECT_LT(static_cast<int64_t>(after->bytes_in_use) - static_cast<int64_t>(before->bytes_in_use), int64_t{8} << 20);
 }
 
 TEST_F(CudaExecute, CudaGraphsNeedOneModelInstance) {
