@@ -37,7 +37,8 @@ const char kUsage[] =
     "  --vocab FILE        BPE vocabulary (default: whisper-vocab.txt next to PROGRAM)\n"
     "  --max-tokens N      generated tokens per 30 s window (default 224)\n"
     "  --repeat N          transcribe each file N more times and report the median (default 0)\n"
-    "  --cuda-graphs       replay the decoder step as a CUDA graph (CUDA programs)\n"
+    "  --no-cuda-graphs    run the decoder step eagerly (a CUDA program's step replays\n"
+    "                      as a CUDA graph by default)\n"
     "  --json              print ids, text and timings as JSON\n"
     "  --dump-mel FILE     write the log-mel of the first file's windows as .npy\n"
     "                      float32[windows, n_mels, n_frames]\n"
@@ -50,7 +51,7 @@ struct Options {
   std::vector<std::string> files;
   int64_t max_tokens = 224;
   int repeat = 0;
-  bool json = false, cuda_graphs = false, mel_only = false;
+  bool json = false, cuda_graphs = true, mel_only = false;
 };
 
 using kiln::examples::ms_since;
@@ -92,8 +93,8 @@ bool parse_args(int argc, char** argv, Options* o) {
       }
     } else if (arg == "--json") {
       o->json = true;
-    } else if (arg == "--cuda-graphs") {
-      o->cuda_graphs = true;
+    } else if (arg == "--no-cuda-graphs") {
+      o->cuda_graphs = false;
     } else if (arg == "--mel-only") {
       o->mel_only = true;
     } else if (arg.size() > 1 && arg[0] == '-') {

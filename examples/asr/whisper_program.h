@@ -1,9 +1,11 @@
 // A Whisper program exported by export_asr.py, run with Kiln: the `encoder`
 // method once per 30 s window, then the `decoder` method once per token in a
-// greedy loop (argmax over the allowed ids until <|endoftext|>), with the
-// self-attention cache handed from one step to the next. On a CUDA program the
-// caches and the cross-attention keys/values stay on the GPU between calls;
-// only the logits of each step come back to the host.
+// greedy loop (argmax over the allowed ids until <|endoftext|>). The decoder
+// step writes its self-attention cache in place: the cache is two tensors this
+// class allocates once on the method's device and zeroes per window, so no step
+// copies it. On a CUDA program the cache and the cross-attention keys/values
+// stay on the GPU; only the logits of each step come back to the host, and the
+// step replays as a CUDA graph bound to the cache buffers (aoti.cuda_graphs).
 #pragma once
 
 #include <cstdint>
@@ -30,8 +32,9 @@ struct WindowResult {
 
 class WhisperProgram {
  public:
-  /// Loads both methods of `path`. `cuda_graphs` replays the decoder step as a
-  /// CUDA graph (CUDA programs only). False with *error on failure.
+  /// Loads both methods of `path` and allocates the cache. `cuda_graphs`
+  /// replays the decoder step as a CUDA graph (CUDA programs only). False with
+  /// *error on failure.
   bool load(const std::string& path, bool cuda_graphs, std::string* error);
   const WhisperSpec& spec() const { return spec_; }
   const std::string& device() const { return device_; }
@@ -40,9 +43,14 @@ class WhisperProgram {
   bool transcribe(std::vector<float>& mel, int64_t max_new_tokens, WindowResult* out, std::string* error);
 
  private:
+  bool check_decoder_contract(const std::string& path, std::string* error) const;
+  // Zeroes self_k_ and self_v_.
+  bool clear_cache(std::string* error);
+
   std::unique_ptr<kiln::Module> module_;
   WhisperSpec spec_;
   std::string device_;
+  kiln::Tensor self_k_, self_v_;  // float32[decoder_layers, n_text_ctx, dim] on the methods' device
   std::vector<bool> allowed_, allowed_first_;
 };
 

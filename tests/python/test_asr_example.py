@@ -151,7 +151,7 @@ def test_modules_match_hugging_face_whisper(model):
         self_k, self_v = model.empty_cache()
         ours = []
         for pos, token in enumerate(tokens):
-            logits, self_k, self_v = model.decoder(torch.tensor([token]), torch.tensor([pos]), self_k, self_v, cross_k, cross_v)
+            logits = model.decoder(torch.tensor([token]), torch.tensor([pos]), self_k, self_v, cross_k, cross_v)
             ours.append(logits)
     rel = float((torch.stack(ours) - reference).norm() / reference.norm())
     print(f"logits vs transformers' Whisper: rel err {rel:.2e}")
@@ -159,7 +159,8 @@ def test_modules_match_hugging_face_whisper(model):
 
 
 def test_methods_match_eager(exported, model):
-    """Both Kiln methods against eager PyTorch on fresh random inputs (fp32, CPU)."""
+    """Both Kiln methods against eager PyTorch on fresh random inputs (fp32, CPU); the decoder
+    step's in-place cache writes land in the caller's arrays, as eager's land in its tensors."""
     from kiln.runtime import Module
 
     m = Module(exported / "whisper.kiln")
@@ -169,20 +170,26 @@ def test_methods_match_eager(exported, model):
     dims = model.dims
     cache = (dims["decoder_layers"], export_asr.N_TEXT_CTX, dims["dim"])
     self_k, self_v = torch.randn(cache, generator=g), torch.randn(cache, generator=g)
+    before_k = self_k.numpy().copy()
+    kiln_self_k, kiln_self_v = self_k.numpy().copy(), self_v.numpy().copy()
     token, position = torch.tensor([int(torch.randint(0, 50256, (1,), generator=g))]), torch.tensor([37])
     with torch.no_grad():
         ref_k, ref_v = model.encoder(mel)
-        ref_step = model.decoder(token, position, self_k, self_v, ref_k, ref_v)
+        ref_logits = model.decoder(token, position, self_k, self_v, ref_k, ref_v)
     kiln_k, kiln_v = m.execute("encoder", [mel.numpy()])
-    kiln_step = m.execute("decoder", [token.numpy(), position.numpy(), self_k.numpy(), self_v.numpy(), ref_k.numpy(), ref_v.numpy()])
+    (kiln_logits,) = m.execute("decoder", [token.numpy(), position.numpy(), kiln_self_k, kiln_self_v,
+                                           ref_k.numpy(), ref_v.numpy()])
 
     def rel(a, b):
         return float(np.linalg.norm(np.asarray(a, np.float64) - b.double().numpy()) / np.linalg.norm(b.double().numpy()))
 
-    errors = {"cross_k": rel(kiln_k, ref_k), "cross_v": rel(kiln_v, ref_v), "logits": rel(kiln_step[0], ref_step[0]),
-              "self_k": rel(kiln_step[1], ref_step[1]), "self_v": rel(kiln_step[2], ref_step[2])}
+    errors = {"cross_k": rel(kiln_k, ref_k), "cross_v": rel(kiln_v, ref_v), "logits": rel(kiln_logits, ref_logits),
+              "self_k": rel(kiln_self_k, self_k), "self_v": rel(kiln_self_v, self_v),
+              "self_k row written": rel(kiln_self_k[:, 37], self_k[:, 37])}
     print("Kiln vs eager, relative error:", {k: f"{v:.1e}" for k, v in errors.items()})
     assert all(e <= 1e-5 for e in errors.values()), errors
+    changed = np.any(kiln_self_k != before_k, axis=(0, 2))
+    assert changed.nonzero()[0].tolist() == [37], "the step must write slot 37 of the cache and only it"
 
 
 def test_front_end_matches_whisper_feature_extractor(runner, tmp_path, speech):
