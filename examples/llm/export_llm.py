@@ -1,6 +1,6 @@
 """Exports a small Llama-style decoder-only LLM as one Kiln program for the `kiln-llm` runner.
 
-    python3 examples/llm/export_llm.py --out-dir out/ [--config tiny|small|100m]
+    python3 examples/llm/export_llm.py --out-dir out/ [--config tiny|small|100m|1.1b]
                                        [--device cpu|cuda] [--dtype float32|bfloat16]
                                        [--quantize int8|int4[,group=N][,embedding=int8]]
 
@@ -79,11 +79,13 @@ class LlmConfig:
         return self.n_layers * per_layer + 2 * self.vocab_size * self.dim + self.dim
 
 
-#: tiny: the parity tests (CI); small: the CPU demo; 100m: GPU tokens/s (~125 M parameters).
+#: tiny: the parity tests (CI); small: the CPU demo; 100m: GPU tokens/s (~125 M parameters);
+#: 1.1b: TinyLlama-1.1B's shape (1.10 B parameters), decode at the GPU's memory limit.
 CONFIGS = {
     "tiny": LlmConfig(vocab_size=512, dim=64, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=176, max_seq=64),
     "small": LlmConfig(vocab_size=4096, dim=256, n_layers=4, n_heads=8, n_kv_heads=2, ffn_dim=688, max_seq=256),
     "100m": LlmConfig(vocab_size=32000, dim=768, n_layers=12, n_heads=12, n_kv_heads=4, ffn_dim=2048, max_seq=1024),
+    "1.1b": LlmConfig(vocab_size=32000, dim=2048, n_layers=22, n_heads=32, n_kv_heads=4, ffn_dim=5632, max_seq=1024),
 }
 
 

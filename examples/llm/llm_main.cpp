@@ -31,7 +31,7 @@ using kiln::llm::SamplerConfig;
 const char kUsage[] =
     "usage: kiln-llm PROGRAM.kiln [--prompt \"ID ID ...\" | --prompt-len N] [--max-new-tokens N]\n"
     "                [--temperature T] [--top-k K] [--top-p P] [--seed S] [--eos ID]\n"
-    "                [--force \"ID ID ...\"] [--logits-out FILE] [--warmup N] [--threads N] [--json]\n"
+    "                [--force \"ID ID ...\"] [--logits-out FILE] [--warmup N] [--threads N] [--no-cuda-graphs] [--json]\n"
     "\n"
     "Runs the prompt through the program's `prefill` method, then generates one token per\n"
     "`decode` call, sampling each from the logits; prints the tokens and tokens/s.\n"
@@ -52,6 +52,8 @@ const char kUsage[] =
     "  --warmup N            untimed generations before the timed one (default 1): the first\n"
     "                        calls pay for thread pools, lazy kernel loading and allocations\n"
     "  --threads N           CPU threads of the compiled code (aoti.num_threads)\n"
+    "  --no-cuda-graphs      run decode eagerly (on CUDA each decode step replays as a CUDA\n"
+    "                        graph bound to the KV cache by default)\n"
     "  --json                print the result as JSON\n";
 
 struct Options {
@@ -65,6 +67,7 @@ struct Options {
   std::string logits_out;
   int64_t warmup = 1;
   int64_t threads = 0;
+  bool cuda_graphs = true;
   bool json = false;
 };
 
@@ -110,6 +113,8 @@ int parse_args(int argc, char** argv, Options* opt) {
       return -1;
     } else if (arg == "--json") {
       opt->json = true;
+    } else if (arg == "--no-cuda-graphs") {
+      opt->cuda_graphs = false;
     } else if (arg == "--prompt") {
       if (!value(&v) || !parse_ids(v, &opt->prompt) || opt->prompt.empty())
         return usage_error("--prompt needs token ids, e.g. --prompt \"5 17 42\"");
@@ -236,7 +241,7 @@ int main(int argc, char** argv) {
     load_options.set_options("aoti", aoti);
   }
   const auto l0 = Clock::now();
-  auto opened = LlmSession::open(opt.program, load_options);
+  auto opened = LlmSession::open(opt.program, load_options, opt.cuda_graphs);
   if (!opened.ok()) {
     std::fprintf(stderr, "kiln-llm: %s\n", kiln::last_error_message().c_str());
     return 1;
@@ -293,12 +298,12 @@ int main(int argc, char** argv) {
         "\"prompt\": [%s], \"tokens\": [%s], \"stopped_by\": \"%s\", \"sampling\": \"%s\", "
         "\"load_ms\": %.3f, \"prefill_ms\": %.4f, \"prefill_tokens_per_s\": %.2f, \"decode_calls\": %lld, "
         "\"decode_ms\": %.4f, \"decode_tokens_per_s\": %.2f, \"decode_step_median_ms\": %.4f, "
-        "\"sampling_ms\": %.4f}\n",
+        "\"sampling_ms\": %.4f, \"cuda_graphs\": %s}\n",
         kiln::device_string(llm.device()).c_str(), kiln::dtype_name(llm.cache_dtype()), cache_shape.c_str(),
         static_cast<long long>(llm.vocab_size()), ids_text(prompt, ", ").c_str(),
         ids_text(gen.tokens, ", ").c_str(), gen.stopped_by.c_str(), sampler.describe().c_str(), load_ms,
         gen.prefill_ms, prefill_tps, static_cast<long long>(gen.decode_calls), gen.decode_ms, decode_tps,
-        median(gen.step_ms), gen.sampling_ms);
+        median(gen.step_ms), gen.sampling_ms, llm.decode_uses_cuda_graphs() ? "true" : "false");
     return 0;
   }
   const double cache_kib = static_cast<double>(llm.cache_bytes()) / 1024.0;
@@ -312,8 +317,8 @@ int main(int argc, char** argv) {
               gen.stopped_by.c_str(), ids_text(gen.tokens, " ").c_str());
   std::printf("load %.1f ms\n", load_ms);
   std::printf("prefill: %zu tokens in %.2f ms = %.1f tokens/s\n", prompt.size(), gen.prefill_ms, prefill_tps);
-  std::printf("decode:  %lld tokens in %.2f ms = %.1f tokens/s (median step %.3f ms; sampling %.3f ms in all)\n",
+  std::printf("decode:  %lld tokens in %.2f ms = %.1f tokens/s (median step %.3f ms; sampling %.3f ms in all)%s\n",
               static_cast<long long>(gen.decode_calls), gen.decode_ms, decode_tps, median(gen.step_ms),
-              gen.sampling_ms);
+              gen.sampling_ms, llm.decode_uses_cuda_graphs() ? ", CUDA graphs" : "");
   return 0;
 }

@@ -28,7 +28,8 @@ bool is_static(const TensorSpec& spec, DType dtype, std::initializer_list<int64_
 
 }  // namespace
 
-Result<std::unique_ptr<LlmSession>> LlmSession::open(const std::string& path, const LoadBackendOptionsMap& options) {
+Result<std::unique_ptr<LlmSession>> LlmSession::open(const std::string& path, const LoadBackendOptionsMap& options,
+                                                     bool decode_cuda_graphs) {
   std::unique_ptr<LlmSession> self(new LlmSession(path));
   KILN_RETURN_IF_ERROR(self->module_.load(options));
   KILN_ASSIGN_OR_RETURN(std::vector<std::string> names, self->module_.method_names());
@@ -39,7 +40,15 @@ Result<std::unique_ptr<LlmSession>> LlmSession::open(const std::string& path, co
   KILN_ASSIGN_OR_RETURN(MethodInfo decode, self->module_.method_meta("decode"));
   KILN_RETURN_IF_ERROR(self->check_contract(prefill, decode));
   KILN_RETURN_IF_ERROR(self->module_.load_method("prefill"));
-  KILN_RETURN_IF_ERROR(self->module_.load_method("decode"));
+  LoadBackendOptionsMap decode_options = options;
+  self->decode_cuda_graphs_ = decode_cuda_graphs && self->device_.type == DeviceType::CUDA;
+  if (self->decode_cuda_graphs_) {
+    const BackendOptions* given = options.options_for("aoti");
+    BackendOptions aoti = given ? *given : BackendOptions();
+    aoti.set("cuda_graphs", true);
+    decode_options.set_options("aoti", std::move(aoti));
+  }
+  KILN_RETURN_IF_ERROR(self->module_.load_method("decode", &decode_options));
 
   KILN_ASSIGN_OR_RETURN(self->k_cache_, Tensor::empty(self->cache_shape_, self->cache_dtype_, self->device_));
   KILN_ASSIGN_OR_RETURN(self->v_cache_, Tensor::empty(self->cache_shape_, self->cache_dtype_, self->device_));

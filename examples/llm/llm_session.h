@@ -34,8 +34,13 @@ class LlmSession {
   /// Loads the program's two methods with `options` and allocates a zeroed
   /// cache on their device. The contract is checked: inputs named as
   /// export_llm.py writes them, caches of one shape and dtype, logits
-  /// float32[1, vocab]; errors name what differs.
-  static Result<std::unique_ptr<LlmSession>> open(const std::string& path, const LoadBackendOptionsMap& options);
+  /// float32[1, vocab]; errors name what differs. With `decode_cuda_graphs`, a
+  /// CUDA program's decode method replays CUDA graphs (aoti.cuda_graphs): its
+  /// shapes never change and the cache it writes in place is the same two
+  /// buffers on every step, which the graph binds by address. Prefill runs
+  /// eagerly (each prompt length would be a graph of its own).
+  static Result<std::unique_ptr<LlmSession>> open(const std::string& path, const LoadBackendOptionsMap& options,
+                                                  bool decode_cuda_graphs = true);
 
   /// Logits (float32, vocab_size) of the last prompt token; the cache then
   /// holds positions 0..prompt.size()-1. A one-token prompt runs `decode` at
@@ -56,6 +61,7 @@ class LlmSession {
   /// Longest prompt the prefill method accepts.
   int64_t max_prompt() const noexcept { return max_prompt_; }
   Device device() const noexcept { return device_; }
+  bool decode_uses_cuda_graphs() const noexcept { return decode_cuda_graphs_; }
   DType cache_dtype() const noexcept { return cache_dtype_; }
   const std::vector<int64_t>& cache_shape() const noexcept { return cache_shape_; }
   /// Bytes of both caches together.
@@ -77,6 +83,7 @@ class LlmSession {
   int64_t max_prompt_ = 0;
   Tensor k_cache_;
   Tensor v_cache_;
+  bool decode_cuda_graphs_ = false;
   std::vector<int64_t> ids_;       // token ids of the current call (host)
   std::vector<int64_t> position_;  // decode's position (host)
   std::vector<float> logits_;
