@@ -20,12 +20,23 @@ not depend on their values.
                      sliding window 512 on 5 of every 6 layers. One token at batch 1
                      over a 1024-token KV cache.
   gemma3_prefill     the same model over a 512-token prompt.
+  whisper_decoder_inplace  the whisper-base-sized step of examples/asr (d 512, 6 layers,
+                     8 heads): a fixed 448-slot self-attention cache written in place
+                     at the step's position (here 64), and the 1500-frame cross cache.
+  llm_decode_inplace examples/llm's decode step at TinyLlama-1.1B's shape (1,100,048,384
+                     parameters, 2.2 GB in bf16: dim 2048, 22 layers, 32 query and 4
+                     KV heads of dim 64, MLP 5632, vocab 32000), one token at position
+                     1023 of a 1024-slot KV cache written in place.
   resnet50           ResNet-50 (bottleneck blocks 3/4/6/3) at 224x224; batch is dynamic:
                      1 and 32 (headline rows), sweep 1..32.
 
 KV caches cross the model boundary stacked, one key and one value tensor for all
 layers ([layers, batch, kv_heads, seq, head_dim]), so a call passes 3 (Gemma) or 5
 (Whisper) tensors instead of two per layer; the grown caches come back the same way.
+The *_inplace models keep their caches in fixed-size input tensors that the step writes
+in place (one slot per layer) and return only the logits: the form that runs under CUDA
+graphs, which bind those inputs by address. Every call writes the same slot, so repeated
+calls on one set of inputs compute the same logits.
 """
 
 from __future__ import annotations
@@ -42,6 +53,10 @@ import torch.nn as nn
 # The thin transformers wrappers are the GPU test suite's (same models, bigger configs here).
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "gpu"))
 from hf_suite_models import ParakeetCtc, ResNetLogits, _transformers  # noqa: E402
+
+# The examples' own decode steps, which write their caches in place.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "asr"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "llm"))
 
 # The causal pre-norm block of the parity tests, at benchmark size.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "python"))
@@ -291,6 +306,48 @@ def resnet50(dtype, device, tiny):
     return BenchModel(module, example, ({0: batch},), points, [points[0].label, points[1].label], "batch", "images")
 
 
+# ---------------------------------------------------------------- decode steps with in-place caches
+
+
+def whisper_decoder_inplace(dtype, device, tiny):
+    import export_asr
+
+    dim, heads, layers, vocab, frames = (64, 4, 2, 512, 30) if tiny else (512, 8, 6, 51865, 1500)
+    torch.manual_seed(0)
+    module = export_asr.DecoderStep(dim, heads, layers, vocab).to(device, dtype).eval()
+    slots, position = export_asr.N_TEXT_CTX, 8 if tiny else WHISPER_PAST
+
+    def inputs():
+        return (torch.randint(0, vocab, (1,), device=device), torch.tensor([position], device=device),
+                torch.randn(layers, slots, dim, dtype=dtype, device=device),
+                torch.randn(layers, slots, dim, dtype=dtype, device=device),
+                torch.randn(layers, frames, dim, dtype=dtype, device=device),
+                torch.randn(layers, frames, dim, dtype=dtype, device=device))
+
+    point = Point(f"pos={position},frames={frames}", position, inputs, 1)
+    # The masked attention reads every slot of the cache.
+    kv = 2 * layers * (slots + frames) * dim * torch.empty((), dtype=dtype).element_size()
+    return BenchModel(module, inputs(), None, [point], [point.label], None, "tokens", kv)
+
+
+def llm_decode_inplace(dtype, device, tiny):
+    import export_llm
+
+    config = "tiny" if tiny else "1.1b"
+    cfg = export_llm.CONFIGS[config]
+    module = export_llm.DecodeMethod(export_llm.build_model(config, device=str(device), dtype=dtype)).eval()
+    position = cfg.max_seq - 1
+
+    def inputs():
+        return (torch.randint(0, cfg.vocab_size, (1, 1), device=device), torch.tensor([position], device=device),
+                torch.randn(cfg.cache_shape(), dtype=dtype, device=device),
+                torch.randn(cfg.cache_shape(), dtype=dtype, device=device))
+
+    point = Point(f"pos={position}", position, inputs, 1)
+    kv = 2 * cfg.n_layers * cfg.n_kv_heads * cfg.max_seq * cfg.head_dim * torch.empty((), dtype=dtype).element_size()
+    return BenchModel(module, inputs(), None, [point], [point.label], None, "tokens", kv)
+
+
 MODELS: dict[str, Callable[[torch.dtype, torch.device, bool], BenchModel]] = {
     "transformer_block": transformer_block,
     "whisper_decoder": whisper_decoder,
@@ -298,4 +355,6 @@ MODELS: dict[str, Callable[[torch.dtype, torch.device, bool], BenchModel]] = {
     "gemma3_decode": gemma3_decode,
     "gemma3_prefill": gemma3_prefill,
     "resnet50": resnet50,
+    "whisper_decoder_inplace": whisper_decoder_inplace,
+    "llm_decode_inplace": llm_decode_inplace,
 }
