@@ -61,7 +61,7 @@ def targets(results: dict) -> list[dict]:
                 ratio = kiln / aoti if kiln and aoti else None
                 out.append(_target(f"per call {engine} / AOTI loader", f"{name} {point}", ratio, PER_CALL_GOAL, True,
                                    how if how == how_aoti else f"{how} / {how_aoti}"))
-        if name.endswith("decode"):
+        if name.endswith(("decode", "decode_inplace")):  # LLM decode steps (not Whisper's)
             point = (m.get("headline") or [None])[0]
             (kiln, how), (graphs, _), (aoti, _) = (_p50_paired(m, e, point) for e in ("kiln", "kiln_graphs", "aoti"))
             out.append(_target("decode with CUDA graphs / AOTI loader", name,

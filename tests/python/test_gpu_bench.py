@@ -104,6 +104,16 @@ def test_quantile():
     assert gpu_bench._quantile([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0], 0.9) == pytest.approx(10.0)
 
 
+def test_decode_targets_cover_steps_with_caches_written_in_place():
+    results = {"bandwidth": {"d2d_GBps": 4000.0}, "models": {"llm_decode_inplace": {
+        "headline": ["p"], "weight_bytes": 2_000_000_000, "kv_bytes": 0, "item_unit": "tokens",
+        "engines": {"kiln": _engine(2.0), "kiln_graphs": _engine(1.0), "aoti": _engine(4.0)}}}}
+    t = report.targets(results)
+    assert by_name(t, "decode with CUDA graphs / AOTI loader", "llm_decode_inplace")["measured"] == pytest.approx(0.25)
+    roof = by_name(t, "decode HBM roofline fraction (kiln_graphs)", "llm_decode_inplace")
+    assert roof["measured"] == pytest.approx(2e9 / 1e-3 / 1e9 / 4000.0)
+
+
 def test_model_filters_and_unknown_names():
     args = gpu_bench.parse_args(["--models", "resnet50,gemma3_decode", "--skip", "gemma3_decode", "--device", "cpu"])
     assert args.model_list == ["resnet50"]
