@@ -1,5 +1,6 @@
 """Pooling (avg, max, adaptive, fractional, unpool) and the products CNNs and recommenders hit:
-baddbmm, addbmm, addmv, _addmm_activation, _int_mm, _weight_int8pack_mm, _weight_int4pack_mm, _fused_rms_norm,
+baddbmm, addbmm, addmv, _addmm_activation, _int_mm, _weight_int8pack_mm, _weight_int4pack_mm,
+_weight_int4pack_mm_cpu_tensor, _fused_rms_norm,
 _cdist_forward, _pdist_forward, _trilinear."""
 
 import torch
@@ -466,6 +467,54 @@ def _weight_int4pack_mm(g):
                id="scales-float32")
     odd = _int4pack_args(g, 2, 96, 8, 32, 2)
     yield Case(dict(odd, qGroupSize=64), error="not a multiple of qGroupSize 64", id="k-not-groups")
+
+def _int4pack_cpu_args(g, m, k, n, group, dt=torch.float32):
+    """_weight_int4pack_mm_cpu_tensor's arguments, named as the shim names them: activations, random
+    int4 codes packed by ATen's own _convert_weight_to_int4pack_for_cpu, (scale, zero) per group of k
+    and column in the activations' dtype, and the group size as a 0-d int64 tensor."""
+    codes = torch.randint(0, 16, (n, k), generator=g.g, dtype=torch.int32)
+    packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(codes, 2)
+    scales = g.tensor((k // group, n), low=0.02, high=0.1)
+    zeros = g.tensor((k // group, n), low=-0.5, high=0.5)
+    return dict(X=g.tensor((m, k), dt), w=packed, qGroupSize=torch.tensor(group),
+                qScaleAndZeros=torch.stack([scales, zeros], dim=2).to(dt))
+
+
+def _int4pack_cpu_reference(self, mat2, qGroupSize, qScaleAndZeros):
+    # ATen's CPU kernel takes contiguous operands only (and reads qScaleAndZeros as contiguous):
+    # dense copies of the strided and offset layouts are the reference.
+    dense = lambda t: t.clone(memory_format=torch.contiguous_format)  # noqa: E731
+    return torch.ops.quantized.int4mm_packed_weight_cpu(dense(self), dense(mat2), dense(qGroupSize),
+                                                        dense(qScaleAndZeros))
+
+
+@cases("_weight_int4pack_mm_cpu_tensor")
+def _weight_int4pack_mm_cpu_tensor(g):
+    # What Inductor calls for aten._weight_int4pack_mm_for_cpu (torchao's int4 weight-only layout on the CPU).
+    for dt in (torch.float32, torch.bfloat16, torch.float16):
+        yield Case(_int4pack_cpu_args(g, 3, 128, 64, 32, dt), reference=_int4pack_cpu_reference, id=str(dt)[6:],
+                   **(dict(rtol=1e-4, atol=1e-4) if dt == torch.float32 else _mm_tol(dt)))
+    # Packed blocks of 64 columns and the last, shorter block (16, 32, 48 columns) with every group size,
+    # over decode rows (up to 4: dot products) and prefill ones (the small-row kernel, then the GEMM).
+    for m, k, n, group in ((1, 256, 80, 64), (2, 512, 112, 128), (4, 256, 32, 256), (5, 128, 144, 32),
+                           (9, 256, 192, 64), (37, 256, 64, 32)):
+        yield Case(_int4pack_cpu_args(g, m, k, n, group), reference=_int4pack_cpu_reference,
+                   id=f"m{m}-k{k}-n{n}-g{group}", rtol=1e-4, atol=1e-4)
+    yield Case(_int4pack_cpu_args(g, 0, 128, 16, 32), reference=_int4pack_cpu_reference, id="empty")
+    ok = _int4pack_cpu_args(g, 2, 128, 32, 64)
+    yield Case(dict(ok, qGroupSize=torch.tensor(16)), error="qGroupSize is 16", id="group-16")
+    yield Case(dict(ok, qGroupSize=torch.tensor(64, dtype=torch.int32)), error="'qGroupSize' has dtype int32",
+               id="group-int32")
+    yield Case(dict(ok, X=g.tensor((2, 256))), error="which packs K = 128", id="k-mismatch")
+    yield Case(dict(ok, X=g.tensor((1, 2, 128))), error="must be 2-d", id="x-3d")
+    yield Case(dict(ok, X=g.tensor((2, 128), torch.float64)), error="'X' has dtype float64", id="x-float64")
+    yield Case(dict(ok, w=ok["w"].to(torch.int32)), error="'w' has dtype int32", id="w-int32")
+    yield Case(dict(ok, w=torch.zeros(24, 64, dtype=torch.uint8)), error="a multiple of 16", id="n-24")
+    yield Case(dict(ok, qScaleAndZeros=ok["qScaleAndZeros"][:1]), error="'qScaleAndZeros' has shape",
+               id="scales-groups")
+    yield Case(dict(ok, qScaleAndZeros=ok["qScaleAndZeros"].to(torch.bfloat16)),
+               error="'qScaleAndZeros' has dtype bfloat16", id="scales-dtype")
+
 
 
 @cases("_fused_rms_norm")

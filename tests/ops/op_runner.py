@@ -7,7 +7,7 @@ import torch
 
 from compare import assert_same
 from op_case import Case
-from shim_caller import KilnError, ShimLibrary, aten_op, call_shim, declarations
+from shim_caller import KilnError, ShimLibrary, aten_op, call_shim, declarations, schema_names
 
 LAYOUTS = ("contiguous", "strided", "offset", "strided_out")
 
@@ -138,7 +138,8 @@ def run_case(lib: ShimLibrary, function: str, device: str, case: Case, layout: s
 
     # A case may serve several overloads (rand and rand_generator): ATen gets the arguments its schema has.
     names = {a.name for a in op._schema.arguments}
-    aten_kwargs = {k: v for k, v in ref_kwargs.items() if k in names}
+    renamed = schema_names(function, device)  # cases name arguments as the shim does
+    aten_kwargs = {renamed.get(k, k): v for k, v in ref_kwargs.items() if renamed.get(k, k) in names}
     try:
         expected = case.reference(**aten_kwargs) if case.reference else op(**aten_kwargs)
     except (RuntimeError, NotImplementedError) as e:

@@ -95,11 +95,27 @@ def aten_overloads() -> dict[str, torch._ops.OpOverload]:
     return table
 
 
+# Shims of torch's hand-written c/shim_cpu.h whose name torchgen would not derive from their
+# operator: suffix -> (the operator Inductor calls the shim for, the shim's parameter names that
+# differ from the operator's argument names).
+HAND_WRITTEN = {
+    "_weight_int4pack_mm_cpu_tensor": ("quantized::int4mm_packed_weight_cpu", {"X": "self", "w": "mat2"}),
+}
+
+
 def aten_op(function: str, device: str) -> torch._ops.OpOverload:
     suffix = function[len(f"aoti_torch_{device}_"):]
+    if suffix in HAND_WRITTEN:
+        namespace, _, name = HAND_WRITTEN[suffix][0].partition("::")
+        return getattr(getattr(torch.ops, namespace), name).default
     # A versioned shim (foo_v2) takes the newest schema of the same overload.
     base = re.sub(r"_v\d+$", "", suffix)
     return aten_overloads()[base]
+
+
+def schema_names(function: str, device: str) -> dict[str, str]:
+    """The shim's parameter names that differ from its operator's argument names -> those."""
+    return HAND_WRITTEN.get(function[len(f"aoti_torch_{device}_"):], (None, {}))[1]
 
 
 class KilnError(RuntimeError):
