@@ -110,9 +110,10 @@ class KILN_API Module {
   /// inputs (method metadata `mutated_inputs`), and Kiln keeps the writes from
   /// being lost: a CPU tensor for one of them on a device method is refused
   /// with InvalidArgument (a copy would take the writes), so is one in another
-  /// layout than the compiled one (naming the expected and actual strides), and
-  /// aoti.cuda_graphs is turned off for such a method with a warning (a replay
-  /// reads the graph's own copies of the inputs).
+  /// layout than the compiled one (naming the expected and actual strides);
+  /// under aoti.cuda_graphs such inputs are bound by address rather than
+  /// copied, so a replay writes the caller's buffer, and another buffer gets a
+  /// graph of its own (docs/cuda.md).
   /// A check the compiled code makes on input values (an index out of range
   /// of an embedding table) fails the call with BackendFailed, also when it
   /// failed on a kernel's worker thread; the kernel itself has run past the
