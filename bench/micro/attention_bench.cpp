@@ -27,21 +27,13 @@
 
 #include "devices/cuda/kernels/attention_kernel.h"
 #include "devices/cuda/kernels/attention_mma_kernel.h"
+#include "cuda_bench_util.h"  // CHECK_CUDA
 
 namespace {
 
 using kiln::DType;
 using kiln::cudadev::AttentionParams;
 using kiln::cudadev::AttentionPlan;
-
-#define CHECK_CUDA(expr)                                                                          \
-  do {                                                                                            \
-    const cudaError_t e_ = (expr);                                                                \
-    if (e_ != cudaSuccess) {                                                                      \
-      std::fprintf(stderr, "%s failed: %s (line %d)\n", #expr, cudaGetErrorString(e_), __LINE__); \
-      std::exit(1);                                                                               \
-    }                                                                                             \
-  } while (0)
 
 uint16_t to_bits(float f, DType dt) {
   uint32_t x;
