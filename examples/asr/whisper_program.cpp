@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
-#include <cstring>
 #include <limits>
 
 #include "kiln/program_file.h"
@@ -118,7 +117,7 @@ bool WhisperProgram::load(const std::string& path, bool cuda_graphs, std::string
     *error = path + ": the methods' device '" + device_ + "' is not a device name";
     return false;
   }
-  const std::vector<int64_t> cache = {s.decoder_layers, s.n_text_ctx, s.dim};
+  const std::vector<int64_t> cache = cache_shape();
   auto k = kiln::Tensor::empty(cache, kiln::DType::Float32, *where);
   auto v = kiln::Tensor::empty(cache, kiln::DType::Float32, *where);
   if (!k || !v) return *error = kiln_error("allocating the decoder cache on " + device_), false;
@@ -141,7 +140,7 @@ bool WhisperProgram::check_decoder_contract(const std::string& path, std::string
   auto info = module_->method_meta("decoder");
   if (!info) return *error = kiln_error(path + ": no usable 'decoder' method"), false;
   const WhisperSpec& s = spec_;
-  const std::vector<int64_t> cache = {s.decoder_layers, s.n_text_ctx, s.dim};
+  const std::vector<int64_t> cache = cache_shape();
   auto is_cache = [&](const kiln::TensorSpec& t) {
     if (t.dtype != kiln::DType::Float32 || t.dims.size() != cache.size()) return false;
     for (size_t i = 0; i < cache.size(); ++i)
@@ -161,10 +160,7 @@ bool WhisperProgram::check_decoder_contract(const std::string& path, std::string
 }
 
 bool WhisperProgram::clear_cache(std::string* error) {
-  auto zeros = kiln::Tensor::empty(self_k_.sizes(), kiln::DType::Float32);
-  if (!zeros) return *error = kiln_error("cache zeros"), false;
-  std::memset(zeros->data_ptr(), 0, zeros->nbytes());
-  if (kiln::copy_tensor(self_k_, *zeros) != kiln::Error::Ok || kiln::copy_tensor(self_v_, *zeros) != kiln::Error::Ok)
+  if (kiln::examples::zero_tensor(self_k_) != kiln::Error::Ok || kiln::examples::zero_tensor(self_v_) != kiln::Error::Ok)
     return *error = kiln_error("zeroing the decoder cache"), false;
   return true;
 }

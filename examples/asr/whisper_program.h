@@ -43,6 +43,8 @@ class WhisperProgram {
   bool transcribe(std::vector<float>& mel, int64_t max_new_tokens, WindowResult* out, std::string* error);
 
  private:
+  // The decoder's self-attention cache: [decoder_layers, n_text_ctx, dim].
+  std::vector<int64_t> cache_shape() const { return {spec_.decoder_layers, spec_.n_text_ctx, spec_.dim}; }
   bool check_decoder_contract(const std::string& path, std::string* error) const;
   // Zeroes self_k_ and self_v_.
   bool clear_cache(std::string* error);
@@ -50,7 +52,7 @@ class WhisperProgram {
   std::unique_ptr<kiln::Module> module_;
   WhisperSpec spec_;
   std::string device_;
-  kiln::Tensor self_k_, self_v_;  // float32[decoder_layers, n_text_ctx, dim] on the methods' device
+  kiln::Tensor self_k_, self_v_;  // float32 cache_shape() on the methods' device
   std::vector<bool> allowed_, allowed_first_;
 };
 

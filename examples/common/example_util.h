@@ -1,14 +1,18 @@
 // Small helpers every example runner uses: strict integer parsing of command
-// line and metadata text, wall-clock milliseconds, medians. Header-only.
+// line and metadata text, wall-clock milliseconds, medians, zeroing a tensor
+// on any device. Header-only.
 #pragma once
 
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <system_error>
 #include <vector>
+
+#include "kiln/tensor.h"
 
 namespace kiln::examples {
 
@@ -33,6 +37,15 @@ inline double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   const size_t mid = values.size() / 2;
   return values.size() % 2 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
+}
+
+/// Sets every element of `t` (on any device) to zero: zeroed host memory of its
+/// shape and dtype, copied over it. Meant for caches cleared once per
+/// generation, not for a hot loop.
+inline Error zero_tensor(const Tensor& t) {
+  KILN_ASSIGN_OR_RETURN(Tensor zeros, Tensor::empty(t.sizes(), t.dtype()));
+  std::memset(zeros.data_ptr(), 0, zeros.nbytes());
+  return copy_tensor(t, zeros);
 }
 
 }  // namespace kiln::examples

@@ -1,7 +1,8 @@
 #include "llm_session.h"
 
 #include <algorithm>
-#include <cstring>
+
+#include "example_util.h"
 
 namespace kiln::llm {
 namespace {
@@ -110,12 +111,8 @@ Error LlmSession::check_contract(const MethodInfo& prefill, const MethodInfo& de
 }
 
 Error LlmSession::clear_cache() {
-  // Zeros from the host, once: cheap next to a generation, and the same code
-  // for every device.
-  KILN_ASSIGN_OR_RETURN(Tensor zeros, Tensor::empty(cache_shape_, cache_dtype_));
-  std::memset(zeros.data_ptr(), 0, zeros.nbytes());
-  KILN_RETURN_IF_ERROR(copy_tensor(k_cache_, zeros));
-  return copy_tensor(v_cache_, zeros);
+  KILN_RETURN_IF_ERROR(examples::zero_tensor(k_cache_));
+  return examples::zero_tensor(v_cache_);
 }
 
 Result<std::span<const float>> LlmSession::run(const char* method, const std::vector<Tensor>& inputs) {
