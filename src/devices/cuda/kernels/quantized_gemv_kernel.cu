@@ -49,7 +49,7 @@ __device__ inline void load_x(const T* x, float (&out)[n]) {
 
 // Sum over one weight vector of code-float * x, where code-float is exact by
 // bit placement: an int8 code b is 1 + (b + 128) / 256 (its offset byte in
-// the top 8 mantissa bits of 1.0), a 4-bit code c is 1 + c / 16. The caller
+// the top 8 mantissa bits of 1.0), a 4-bit code c is 0.5 + c / 256. The caller
 // removes the offsets with the sum of x over the vector.
 template <WeightCodes C>
 __device__ inline float offset_dot(const uint4& w, const float* xv) {
@@ -65,10 +65,20 @@ __device__ inline float offset_dot(const uint4& w, const float* xv) {
         s = fmaf(__uint_as_float(bits), xv[4 * i + b], s);
       }
     } else {
+      // The codes are 4 bytes of two nibbles each, code 2j in byte j's low
+      // nibble. Masking the word's low and high nibbles once leaves a code per
+      // byte; one byte permute per code then lays it at mantissa bits 16..19
+      // under 0.5's exponent byte (0x3F) with zeros below: 0.5 + c / 256.
+      // That is an integer instruction per code, where a shift, mask and or
+      // per code made the int4 product issue-bound rather than memory-bound.
+      const uint32_t lo = words[i] & 0x0F0F0F0Fu, hi = (words[i] >> 4) & 0x0F0F0F0Fu;
+      constexpr uint32_t kHalfExponent = 0x3F000000u;  // bytes 4..7 of the permute's source
 #pragma unroll
-      for (int p = 0; p < 8; ++p) {
-        const uint32_t bits = (((words[i] >> (4 * p)) & 0xFu) << 19) | 0x3F800000u;
-        s = fmaf(__uint_as_float(bits), xv[8 * i + p], s);
+      for (int b = 0; b < 4; ++b) {
+        // Result bytes (low to high): 0, 0, code byte b, 0x3F.
+        const uint32_t sel = 0x7044u | (static_cast<uint32_t>(b) << 8);
+        s = fmaf(__uint_as_float(__byte_perm(lo, kHalfExponent, sel)), xv[8 * i + 2 * b], s);
+        s = fmaf(__uint_as_float(__byte_perm(hi, kHalfExponent, sel)), xv[8 * i + 2 * b + 1], s);
       }
     }
   }
@@ -155,8 +165,8 @@ __global__ void __launch_bounds__(kThreads) quantized_gemv_kernel(const Quantize
             const float dot = fmaf(256.0f, s, -384.0f * xsum);
             acc[m][c] = grouped ? fmaf(scale[c], dot, acc[m][c]) : acc[m][c] + dot;
           } else {
-            // sum(((c - 8) scale + zero) x) = 16 scale s + (zero - 24 scale) xsum.
-            acc[m][c] += fmaf(16.0f * scale[c], s, (zero[c] - 24.0f * scale[c]) * xsum);
+            // sum(((c - 8) scale + zero) x) = 256 scale s + (zero - 136 scale) xsum.
+            acc[m][c] += fmaf(256.0f * scale[c], s, (zero[c] - 136.0f * scale[c]) * xsum);
           }
         }
       }
@@ -233,9 +243,15 @@ int sm_count_of_current_device() {
   return std::max(sms, 1);
 }
 
-// Warps sharing each column pair: one while the columns give every SM four
-// blocks; otherwise more (as the float GEMV does), as long as each warp still
-// has two unrolled steps of vectors per lane.
+// Warps sharing each column group: one while the columns give every SM four
+// blocks; otherwise more (as the float GEMV does), as long as each lane keeps
+// two unrolled steps of vectors, or, for int4 with one row of x, one vector.
+// A 2048-input int4 row is only 64 vectors: splitting such short rows down to
+// a vector a lane puts more loads in flight where a decode projection is bound
+// by memory latency (with the byte-permute conversion, H100, M = 1: 2048 x 2048
+// 9.5 us against 11.2 before both). The same split made int8 products and
+// four-row int4 products with 16 M weights or more 6-13 % slower
+// (kiln-quantized-gemv-bench), so they keep the longer steps.
 int warps_per_group_for(const QuantizedGemvParams& p) {
   const bool int8 = p.codes == WeightCodes::Int8;
   const int64_t vals = int8 ? 16 : 32;
@@ -246,7 +262,8 @@ int warps_per_group_for(const QuantizedGemvParams& p) {
   while (g < kWarps) {
     const int64_t cols_per_block = static_cast<int64_t>(kWarps / g) * per_warp;
     if ((p.N + cols_per_block - 1) / cols_per_block >= want_blocks) break;
-    if (vecs < static_cast<int64_t>(g) * 2 * 32 * kUnroll * 2) break;
+    const int64_t min_vectors_per_lane = !int8 && p.M == 1 ? 1 : 2 * kUnroll;
+    if (vecs < static_cast<int64_t>(g) * 2 * 32 * min_vectors_per_lane) break;
     g *= 2;
   }
   return g;
