@@ -37,6 +37,8 @@ const char kUsage[] =
     "  --vocab FILE        BPE vocabulary (default: whisper-vocab.txt next to PROGRAM)\n"
     "  --max-tokens N      generated tokens per 30 s window (default 224)\n"
     "  --repeat N          transcribe each file N more times and report the median (default 0)\n"
+    "  --threads N         CPU threads of the compiled code (aoti.num_threads; default: the\n"
+    "                      runtime's, one per core)\n"
     "  --no-cuda-graphs    run the decoder step eagerly (a CUDA program's step replays\n"
     "                      as a CUDA graph by default)\n"
     "  --json              print ids, text and timings as JSON\n"
@@ -51,6 +53,7 @@ struct Options {
   std::vector<std::string> files;
   int64_t max_tokens = 224;
   int repeat = 0;
+  int64_t threads = 0;  // 0: the runtime's default
   bool json = false, cuda_graphs = true, mel_only = false;
 };
 
@@ -80,6 +83,13 @@ bool parse_args(int argc, char** argv, Options* o) {
       if (!value(&o->dump_mel)) return false;
     } else if (arg == "--dump-audio") {
       if (!value(&o->dump_audio)) return false;
+    } else if (arg == "--threads") {
+      if (!value(&text)) return false;
+      if (!parse_int(text, &number) || number < 1 || number > 4096) {
+        std::fprintf(stderr, "kiln-asr: --threads '%s' is not a thread count (1 or more)\n", text.c_str());
+        return false;
+      }
+      o->threads = number;
     } else if (arg == "--max-tokens" || arg == "--repeat") {
       if (!value(&text)) return false;
       if (!parse_int(text, &number) || number < 0 || number > 100000) {
@@ -207,7 +217,7 @@ int main(int argc, char** argv) {
   double load_ms = 0;
   if (!options.mel_only) {
     const auto start = Clock::now();
-    if (!program.load(options.program, options.cuda_graphs, &error)) return fail(error);
+    if (!program.load(options.program, options.cuda_graphs, options.threads, &error)) return fail(error);
     load_ms = ms_since(start);
     if (!vocab.load(options.vocab, &error)) return fail(error);
     if (static_cast<int64_t>(vocab.size()) != program.spec().vocab_size)

@@ -55,7 +55,7 @@ int64_t argmax_allowed(const float* logits, const std::vector<bool>& allowed) {
   return best;
 }
 
-bool WhisperProgram::load(const std::string& path, bool cuda_graphs, std::string* error) {
+bool WhisperProgram::load(const std::string& path, bool cuda_graphs, int64_t threads, std::string* error) {
   module_ = std::make_unique<kiln::Module>(path);
   if (module_->load() != kiln::Error::Ok) {
     *error = kiln_error("cannot load the program " + path);
@@ -96,16 +96,17 @@ bool WhisperProgram::load(const std::string& path, bool cuda_graphs, std::string
     }
     device_ = info->device.empty() ? "cpu" : info->device;
     kiln::LoadBackendOptionsMap options;
+    kiln::BackendOptions aoti;
+    if (threads > 0) aoti.set("num_threads", threads);
     if (device_ != "cpu") {
-      kiln::BackendOptions aoti;
       // Outputs (cross keys/values, caches) stay on the GPU and go straight
       // back in as inputs; the logits are copied to the host by the loop.
       aoti.set("keep_outputs_on_device", true);
       // The step's only state is the cache it writes in place, which a graph
       // binds by address: the buffers below, the same for every step.
       if (cuda_graphs && std::string(name) == "decoder") aoti.set("cuda_graphs", true);
-      options.set_options("aoti", aoti);
     }
+    options.set_options("aoti", aoti);
     if (module_->load_method(name, &options) != kiln::Error::Ok) {
       *error = kiln_error("cannot load method '" + std::string(name) + "'");
       return false;

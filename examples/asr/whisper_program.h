@@ -33,9 +33,10 @@ struct WindowResult {
 class WhisperProgram {
  public:
   /// Loads both methods of `path` and allocates the cache. `cuda_graphs`
-  /// replays the decoder step as a CUDA graph (CUDA programs only). False with
-  /// *error on failure.
-  bool load(const std::string& path, bool cuda_graphs, std::string* error);
+  /// replays the decoder step as a CUDA graph (CUDA programs only); `threads`
+  /// > 0 sets the CPU threads of the compiled code (aoti.num_threads). False
+  /// with *error on failure.
+  bool load(const std::string& path, bool cuda_graphs, int64_t threads, std::string* error);
   const WhisperSpec& spec() const { return spec_; }
   const std::string& device() const { return device_; }
   /// Greedy transcription of one window's log-mel, float32[n_mels * n_frames].

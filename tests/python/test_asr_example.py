@@ -281,6 +281,20 @@ def test_long_audio_runs_in_windows(runner, exported, speech, tmp_path):
     assert {"quick", "over", "lazy"} <= set(normalize(result["text"])), result["text"]
 
 
+def test_thread_count_option(runner, exported, speech):
+    """--threads N sets the compiled code's CPU threads (aoti.num_threads on both methods); the
+    decode does not depend on it, and a count below 1 is refused with the option named."""
+    program = str(exported / "whisper.kiln")
+    ids = {}
+    for threads in ("1", "2"):
+        proc = run_runner(program, "--json", "--threads", threads, str(speech[0]))
+        assert proc.returncode == 0, proc.stderr
+        ids[threads] = json.loads(proc.stdout)["files"][0]["windows"][0]["ids"]
+    assert ids["1"] == ids["2"] and ids["1"]
+    zero = run_runner(program, "--threads", "0", str(speech[0]))
+    assert zero.returncode == 2 and "--threads" in zero.stderr
+
+
 def test_bad_inputs_give_clear_errors(runner, exported, tmp_path):
     program = str(exported / "whisper.kiln")
     missing = run_runner(program, str(tmp_path / "nope.wav"))
