@@ -227,7 +227,9 @@ class DecoderStep(nn.Module):
             x = x + layer.attn(q, self_k[i], self_v[i], mask)
             x = x + layer.cross(layer.cross_q(layer.cross_ln(x)), cross_k[i], cross_v[i])
             x = x + layer.fc2(F.gelu(layer.fc1(layer.mlp_ln(x))))
-        logits = self.ln(x) @ self.embed.weight.t()
+        # The output projection is the token embedding's weight (tied), written as a linear so
+        # that weight quantization (export_asr.py --quantize) gives both uses one int8 copy.
+        logits = F.linear(self.ln(x), self.embed.weight)
         return logits[0]
 
 
