@@ -55,9 +55,10 @@ Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>&
         return set_error(Error::Internal, "CPU weights are views of the blob, which was not read into memory");
       // A view of the private blob, which the view's storage keeps alive.
       const uint8_t* src = blob.bytes.data() + e.blob_offset;
-      out[i] = Tensor(Storage::create(const_cast<uint8_t*>(src), e.data_size, device_,
-                                      [owner = blob.bytes.owner()](void*) {}),
-                      e.dtype, e.sizes, e.strides, e.storage_offset);
+      StoragePtr storage = Storage::create(const_cast<uint8_t*>(src), e.data_size, device_,
+                                           [owner = blob.bytes.owner()](void*) {});
+      storage->mark_constant();  // kernels may keep these weights packed (packed_gemm.h)
+      out[i] = Tensor(std::move(storage), e.dtype, e.sizes, e.strides, e.storage_offset);
     } else {
       owned.push_back(i);
     }
@@ -90,6 +91,7 @@ Result<std::vector<Tensor>> WeightStore::place(const std::vector<ConstantEntry>&
   for (size_t k = 0; k < owned.size(); ++k) {
     const ConstantEntry& e = entries[owned[k]];
     StoragePtr storage = Storage::create(base + layout.offsets[k], e.data_size, device_, [arena](void*) {});
+    if (e.read_only()) storage->mark_constant();
     out[owned[k]] = Tensor(std::move(storage), e.dtype, e.sizes, e.strides, e.storage_offset);
   }
   arena.reset();  // the tensors hold it now

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <numeric>
+#include <string>
+#include <vector>
 
 #include "kiln/tensor.h"
 
@@ -49,6 +52,58 @@ TEST(Tensor, BorrowedBlobIsNotFreedAndOwnedBlobIsFreedOnce) {
     EXPECT_EQ(copy.data<float>()[4], 5.0f);
   }
   EXPECT_EQ(freed, 1);
+}
+
+TEST(Storage, OnlyConstantStoragesKeepDerivedData) {
+  std::vector<float> bytes(4, 1.0f);
+  StoragePtr s = Storage::create(bytes.data(), sizeof(float) * bytes.size(), Device{});
+  int made = 0;
+  auto make = [&]() -> std::shared_ptr<const void> {
+    ++made;
+    return std::make_shared<int>(42);
+  };
+  EXPECT_FALSE(s->is_constant());
+  EXPECT_EQ(s->derived("packed", make), nullptr);
+  EXPECT_EQ(made, 0);
+  s->mark_constant();
+  EXPECT_TRUE(s->is_constant());
+  std::shared_ptr<const void> first = s->derived("packed", make);
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(*static_cast<const int*>(first.get()), 42);
+  EXPECT_EQ(s->derived("packed", make), first);  // kept: made once
+  EXPECT_EQ(made, 1);
+  EXPECT_NE(s->derived("other view", make), first);  // each key its own
+  EXPECT_EQ(made, 2);
+}
+
+TEST(Storage, FailedDerivationIsRetried) {
+  std::vector<float> bytes(4);
+  StoragePtr s = Storage::create(bytes.data(), sizeof(float) * bytes.size(), Device{});
+  s->mark_constant();
+  EXPECT_EQ(s->derived("k", [] { return std::shared_ptr<const void>(); }), nullptr);
+  EXPECT_NE(s->derived("k", [] { return std::shared_ptr<const void>(std::make_shared<int>(1)); }), nullptr);
+}
+
+TEST(Storage, DerivedDataGoesBeforeTheBytes) {
+  // Derived data may point into the bytes: the storage drops it before its deleter runs.
+  std::vector<std::string> order;
+  auto* data = new float[4];
+  {
+    StoragePtr s = Storage::create(data, 16, Device{}, [&order](void* p) {
+      order.push_back("bytes");
+      delete[] static_cast<float*>(p);
+    });
+    s->mark_constant();
+    s->derived("k", [&order] {
+      return std::shared_ptr<const void>(new int(0), [&order](const void* p) {
+        order.push_back("derived");
+        delete static_cast<const int*>(p);
+      });
+    });
+  }
+  ASSERT_EQ(order.size(), 2u);
+  EXPECT_EQ(order[0], "derived");
+  EXPECT_EQ(order[1], "bytes");
 }
 
 TEST(Tensor, StridedCopyTransposes) {
