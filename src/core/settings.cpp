@@ -48,6 +48,10 @@ constexpr SettingInfo kSettingTable[] = {
      "cuBLAS to open instead of libcublas.so.13; read when a model first needs it."},
     {SettingId::CpuBlockCacheBytes, "cpu_block_cache_bytes", Int, Process, "1073741824", "",
      "Bytes of freed large host blocks kept for reuse (0: none); read at the first large allocation."},
+    {SettingId::CpuPackWeights, "cpu_pack_weights", Bool, Process, "true", "",
+     "Keep a program's float32 convolution and linear weights packed for Kiln's AVX-512 GEMM from their first "
+     "use (host memory about that of those weights again); false: OpenBLAS packs them on every call. Read at "
+     "the first packing."},
     {SettingId::PoisonAllocations, "poison_allocations", Bool, Process, "false", "",
      "Fill every host allocation with 0xFF (NaN in float formats) so an unwritten output cannot pass a test."},
     {SettingId::BlasLibrary, "blas_library", String, Process, "", "",

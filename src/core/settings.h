@@ -48,6 +48,7 @@ enum class SettingId : uint8_t {
   CusolverLibrary,
   CublasLibrary,
   CpuBlockCacheBytes,
+  CpuPackWeights,
   PoisonAllocations,
   BlasLibrary,
   SleefLibrary,
