@@ -88,6 +88,27 @@ def parse_constants_info(source: str) -> list[ConstantInfo]:
     return [table[i] for i in range(len(table))]
 
 
+def classify_by_fqn(constants: list[ConstantInfo], parameters: set[str], tensor_constants: set[str]) -> int:
+    """Types the constants Inductor left ``Unknown`` from the exported program's signature,
+    by original FQN; returns how many it typed. Inductor matches a constant's name against
+    the program's parameter names, and a parameter whose FQN starts with a digit (a layer of
+    ``nn.Sequential``: ``0.weight``) gets a prefixed constant name (``constant_0_weight``)
+    that never matches, so it would count as a possibly written buffer: copied into memory
+    of its own instead of used in place, and never kept packed by the CPU kernels."""
+    typed = 0
+    for c in constants:
+        if c.type != "Unknown" or not c.original_fqn:
+            continue
+        if c.original_fqn in parameters:
+            c.type = "Parameter"
+        elif c.original_fqn in tensor_constants:
+            c.type = "TensorConstant"
+        else:
+            continue
+        typed += 1
+    return typed
+
+
 def encode_constants_table(constants: list[ConstantInfo], blob: bytes, device: str) -> str | None:
     """The metadata value for ``constants`` laid out in ``blob``, or None when
     the runtime must leave the weights to the library (see module docstring).

@@ -26,7 +26,7 @@ from typing import Any, Callable, ContextManager, Iterable
 
 from kiln.exporter.compile_specs import spec_bool
 from kiln.exporter.constants_table import METADATA_KEY as CONSTANTS_METADATA_KEY
-from kiln.exporter.constants_table import encode_constants_table, parse_constants_info
+from kiln.exporter.constants_table import classify_by_fqn, encode_constants_table, parse_constants_info
 from kiln.exporter.elf_imports import read_elf_imports
 from kiln.exporter.passes.grouped_mm import rewrite_grouped_mm
 from kiln.exporter.passes.norm_linear_fusion import fuse_norm_linear
@@ -466,7 +466,11 @@ class AotiBackend:
             library = Path(so_path).read_bytes()
             weights = Path(blob_path).read_bytes() if blob_path else b""
             if cpp_path and weights:
-                table = encode_constants_table(parse_constants_info(cpp_source), weights, device)
+                constants = parse_constants_info(cpp_source)
+                signature = ep.graph_signature
+                classify_by_fqn(constants, set(signature.inputs_to_parameters.values()),
+                                set(signature.inputs_to_lifted_tensor_constants.values()))
+                table = encode_constants_table(constants, weights, device)
                 if table:
                     meta[CONSTANTS_METADATA_KEY] = table
         finally:

@@ -142,8 +142,11 @@ class CpuBackend(AotiBackend):
         }
 
     def prepare_program(self, ep, compile_specs: dict[str, Any]):
+        from kiln.exporter.passes.conv_weight_layout import conv_weights_channels_last
+
         ensure_vec_isa(self.progress)
-        return ep
+        # The compiled code reads convolution weights channels-last: stored so, it reads them in place.
+        return conv_weights_channels_last(ep, log=self.progress.note)
 
     def library_metadata(self, out_dir: str, so_path: str, imports: ElfImports, compile_specs: dict[str, Any]) -> dict[str, str]:
         meta: dict[str, str] = {}

@@ -8,6 +8,8 @@
   grouped_mm.py          Mixture-of-Experts grouped products become Kiln's op kiln::grouped_mm
                          (``grouped_mm``, on by default)
   conv_decomposition.py  convolutions as im2col + matmul, for Triton-only CUDA libraries
+  conv_weight_layout.py  CPU: convolution weights stored channels-last, as the compiled code
+                         reads them (always on)
 
 Backends (kiln.exporter.backends) choose which passes run.
 """
