@@ -13,6 +13,10 @@
 //    each gathering into a scratch buffer its thread keeps. Depthwise
 //    convolutions (one input channel per group, few output channels) are
 //    direct loops instead (depthwise_conv.h).
+//    A program's weights (constant storages) are packed once, on first use,
+//    into packed_gemm's panels and kept with the weights: OpenBLAS would pack
+//    them again in every block of every call. That path needs AVX-512 and
+//    channels-last output; others go through gemm.h.
 //  - other dtypes are converted to contiguous float32 at the edges.
 //  - transposed: one GEMM W^T @ x per (image, group), then col2im scatter-add.
 // The output's memory format follows ATen (channels-last when the input or
@@ -32,8 +36,11 @@
 #include "devices/cpu/depthwise_conv.h"
 #include "devices/cpu/float_io.h"
 #include "devices/cpu/gemm.h"
+#include "devices/cpu/packed_gemm.h"
+#include "devices/cpu/packed_weights.h"
 #include "shims/cpu/op_args.h"
 #include "devices/cpu/parallel_for.h"
+#include "kiln/storage.h"
 
 using namespace kiln;
 using namespace kiln::aoti;
@@ -248,15 +255,19 @@ Blocking plan_blocks(int64_t range_rows, int64_t ranges, int64_t cout_g, int64_t
                                  range_rows);
     b.row_blocks = (range_rows + b.rows - 1) / b.rows;
   } else {
-    const int64_t cols = ((cout_g + per_range - 1) / per_range + 15) / 16 * 16;  // whole SIMD vectors
-    b.cols = std::clamp<int64_t>(cols, std::min<int64_t>(cout_g, 16), cout_g);
+    // Whole packed_gemm panels (two SIMD vectors), so a block starts on a panel.
+    const int64_t cols = ((cout_g + per_range - 1) / per_range + kPackedPanelCols - 1) / kPackedPanelCols *
+                         kPackedPanelCols;
+    b.cols = std::clamp<int64_t>(cols, std::min<int64_t>(cout_g, kPackedPanelCols), cout_g);
     b.col_blocks = (cout_g + b.cols - 1) / b.cols;
   }
   return b;
 }
 
-Error forward_conv(const ConvShape& s, const Strided5& x, const Strided5& w, const float* bias,
-                   const OutputLayout& y) {
+// `weight_storage`: the float32 weight's storage, whose packing is kept when
+// it is constant (packed_weights.h); null for other dtypes.
+Error forward_conv(const ConvShape& s, const Strided5& x, const Strided5& w, const Storage* weight_storage,
+                   const float* bias, const OutputLayout& y) {
   const int64_t cin_g = s.cin / s.groups, cout_g = s.cout / s.groups, K = s.k_plane(), P = s.out_plane();
   const bool pointwise =
       K == 1 && s.stride == std::array<int64_t, 3>{1, 1, 1} && s.pad == std::array<int64_t, 3>{0, 0, 0};
@@ -298,6 +309,13 @@ Error forward_conv(const ConvShape& s, const Strided5& x, const Strided5& w, con
                         (!merge_images || x.stride[0] == P * pixel_stride);
   const int64_t width = cin_g * K;
   const Blocking plan = plan_blocks(range_rows, ranges, cout_g, width, in_place);
+  // packed_gemm reads unit-stride rows of patches (the input's own pixels when in place) and writes
+  // unit-stride output rows (channels-last). Its right operand per group g is W_g^T: element (l, j)
+  // of the (Cin/g * K) x Cout/g matrix is weight element l of output channel j.
+  std::shared_ptr<const PackedWeight> packing;
+  if (weight_storage && packed.empty() && y.channel_stride == 1 && (!in_place || x.stride[1] == 1))
+    packing = packed_weight(*weight_storage, wv.data, s.groups, cout_g * wv.stride[0], width, cout_g,
+                            wm.element_stride, wv.stride[0]);
   const int64_t blocks = plan.row_blocks * plan.col_blocks;
   return parallel_for(ranges * blocks, 1, [&](int64_t begin, int64_t end) -> Error {
     thread_local std::vector<float> kept;  // no page faults per call for blocks that fit
@@ -335,6 +353,12 @@ Error forward_conv(const ConvShape& s, const Strided5& x, const Strided5& w, con
                                       wv.stride[0]};
       const MatrixView<float> c{y.data + n * y.image_stride + c0 * y.channel_stride + r0 * y.pixel_stride,
                                 count, ccount, y.pixel_stride, y.channel_stride};
+      if (packing) {
+        // Block columns start on a panel (plan_blocks): panel (c0 - g * cout_g) / 32 of group g.
+        packed_gemm(count, ccount, width, a.data, a.row_stride, packing->panels(g, c0 - g * cout_g, width),
+                    bias ? bias + c0 : nullptr, c.data, c.row_stride);
+        continue;
+      }
       KILN_RETURN_IF_ERROR(gemm<float>(a, b, c, 1.0f, 0.0f));
       if (bias) {
         // In memory order: the output block is pixel-major (channels-last) or channel-major.
@@ -434,7 +458,8 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu_convolution(
         // The output is dense (contiguous or channels-last): image, channel and pixel strides describe it.
         const std::vector<int64_t> st = direct ? out.strides() : contiguous_strides(out_sizes);
         const OutputLayout y{direct ? out.data<float>() : ys.data(), st[0], st[1], st.back()};
-        KILN_RETURN_IF_ERROR(forward_conv(s, xv, wv, bf, y));
+        const Storage* weight_storage = w->dtype() == DType::Float32 ? w->storage().get() : nullptr;
+        KILN_RETURN_IF_ERROR(forward_conv(s, xv, wv, weight_storage, bf, y));
         if (!direct) store_floats(ys.data(), out);
       }
     }

@@ -4,6 +4,8 @@
 // float16 are widened to float32, multiplied, and rounded once on store;
 // integer and complex dtypes take a plain loop (ATen multiplies those too).
 #include <algorithm>
+#include <cmath>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -12,6 +14,10 @@
 #include "devices/cpu/element_buffer.h"
 #include "devices/cpu/float_io.h"
 #include "devices/cpu/gemm.h"
+#include "devices/cpu/packed_gemm.h"
+#include "devices/cpu/packed_weights.h"
+#include "devices/cpu/parallel_for.h"
+#include "devices/cpu/small_gemm.h"
 #include "shims/cpu/matmul.h"
 #include "shims/cpu/op_args.h"
 
@@ -33,6 +39,59 @@ MatrixView<const T> cmatrix(const Tensor& t, int64_t batch_dims, int64_t batch =
   return {m.data, m.rows, m.cols, m.row_stride, m.col_stride};
 }
 
+// Rows of A at least this many go to packed_gemm; fewer are streamed against
+// the weight as it lies (small_gemm.h), which reads it once and packs nothing.
+constexpr int64_t kPackedMinRows = kSmallGemmMaxRows + 1;
+// A block of the split product has at least this many multiply-adds (as gemm.cpp).
+constexpr int64_t kMinBlockMacs = int64_t{1} << 17;
+
+// out = a @ b (+ init's row) with b a view of a program constant, through the
+// packing kept with it (packed_weights.h): a linear layer's weight, which
+// OpenBLAS would pack again on every call. False (nothing done) when the
+// operands do not have that shape: b not constant, rows of a or out not
+// unit-stride, init other than a broadcast row added once, too few rows.
+bool packed_linear(const Tensor& out, const Tensor* init, const Tensor& a, const Tensor& b, double beta,
+                   double alpha) {
+  const int64_t m = out.size(0), n = out.size(1), k = a.size(1);
+  if (alpha != 1.0 || m < kPackedMinRows || k == 0 || !b.storage()) return false;
+  if (!(a.stride(1) == 1 && out.stride(1) == 1 && a.stride(0) >= k && out.stride(0) >= n)) return false;
+  const float* bias = nullptr;
+  if (init && beta != 0.0) {
+    if (beta != 1.0 || init->stride(0) != 0 || init->stride(1) != 1) return false;
+    bias = init->data<const float>();
+  }
+  std::shared_ptr<const PackedWeight> packing =
+      packed_weight(*b.storage(), b.data<const float>(), 1, 0, k, n, b.stride(0), b.stride(1));
+  if (!packing) return false;
+  const float* ad = a.data<const float>();
+  float* cd = out.data<float>();
+  const int64_t lda = a.stride(0), ldc = out.stride(0);
+  // Split the columns in whole panels (each thread reads its share of the weight once); a product
+  // with fewer panels than threads splits its rows instead.
+  const int64_t panels = (n + kPackedPanelCols - 1) / kPackedPanelCols;
+  const int threads = parallel_threads();
+  const double panel_macs = static_cast<double>(m) * static_cast<double>(kPackedPanelCols) * static_cast<double>(k);
+  if (panels >= threads) {
+    const auto grain = static_cast<int64_t>(std::ceil(static_cast<double>(kMinBlockMacs) / panel_macs));
+    (void)parallel_for(panels, grain, [&](int64_t begin, int64_t end) -> Error {
+      const int64_t j0 = begin * kPackedPanelCols, j1 = std::min(end * kPackedPanelCols, n);
+      packed_gemm(m, j1 - j0, k, ad, lda, packing->panels(0, j0, k), bias ? bias + j0 : nullptr, cd + j0, ldc);
+      return Error::Ok;
+    });
+  } else {
+    constexpr int64_t kRowStep = 12;
+    const int64_t steps = (m + kRowStep - 1) / kRowStep;
+    const double step_macs = static_cast<double>(kRowStep) * static_cast<double>(n) * static_cast<double>(k);
+    const auto grain = static_cast<int64_t>(std::ceil(static_cast<double>(kMinBlockMacs) / step_macs));
+    (void)parallel_for(steps, grain, [&](int64_t begin, int64_t end) -> Error {
+      const int64_t i0 = begin * kRowStep, i1 = std::min(end * kRowStep, m);
+      packed_gemm(i1 - i0, n, k, ad + i0 * lda, lda, packing->panels(0, 0, k), bias, cd + i0 * ldc, ldc);
+      return Error::Ok;
+    });
+  }
+  return true;
+}
+
 }  // namespace
 
 Error kiln::cpu::matmul(const Tensor& out, const Tensor* init, const Tensor& a, const Tensor& b, double beta,
@@ -40,6 +99,7 @@ Error kiln::cpu::matmul(const Tensor& out, const Tensor* init, const Tensor& a, 
   const int64_t batches = batch_dims ? out.size(0) : 1;
   const DType dt = out.dtype();
   if (dt == DType::Float32 || dt == DType::Float64) {
+    if (dt == DType::Float32 && batch_dims == 0 && packed_linear(out, init, a, b, beta, alpha)) return Error::Ok;
     if (beta != 0.0 && init) {
       // Seed C with init; copying a tensor onto itself (addmm_ in place) is harmless.
       KILN_RETURN_IF_ERROR(copy_tensor(out, *init));
