@@ -12,7 +12,7 @@ namespace {
 
 // Rows of A per register tile: ROWS x 2 accumulators, 2 vectors of B and one
 // broadcast of A fill 27 of the 32 vector registers.
-constexpr int kTileRows = 12;
+constexpr int kTileRows = static_cast<int>(kPackedTileRows);
 // Rows of B per pass over C: the 32 KB panel slice a pass reads stays in L1
 // while every row tile of A goes past it.
 constexpr int64_t kDepth = 256;

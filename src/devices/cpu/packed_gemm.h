@@ -12,6 +12,8 @@ namespace kiln::cpu {
 
 /// Columns per panel of a packed B: two 16-float vectors.
 inline constexpr int64_t kPackedPanelCols = 32;
+/// Rows of A per register tile: a row split at multiples of this keeps whole tiles.
+inline constexpr int64_t kPackedTileRows = 12;
 
 /// True when this CPU runs packed_gemm (AVX-512F).
 bool packed_gemm_available() noexcept;

@@ -79,7 +79,7 @@ bool packed_linear(const Tensor& out, const Tensor* init, const Tensor& a, const
       return Error::Ok;
     });
   } else {
-    constexpr int64_t kRowStep = 12;
+    constexpr int64_t kRowStep = kPackedTileRows;
     const int64_t steps = (m + kRowStep - 1) / kRowStep;
     const double step_macs = static_cast<double>(kRowStep) * static_cast<double>(n) * static_cast<double>(k);
     const auto grain = static_cast<int64_t>(std::ceil(static_cast<double>(kMinBlockMacs) / step_macs));
