@@ -2,15 +2,19 @@
 """Writes docs/coverage.md: which Hugging Face architectures of the model zoo (tests/zoo) Kiln
 runs, on the CPU and on CUDA in both export modes.
 
-    python3 scripts/zoo_coverage.py --cpu zoo.json [--cuda zoo_cuda.json] [--out docs/coverage.md]
-    python3 scripts/zoo_coverage.py --run [--cuda zoo_cuda.json]
+    python3 scripts/zoo_coverage.py [--cpu zoo.json | --run] [--cuda zoo_cuda.json ...] [--out docs/coverage.md]
 
+The reports the page is made from are kept in docs/data/ (zoo_cpu.json, zoo_cuda.json), so a run
+of part of the zoo updates its rows and leaves the others as the last run that covered them left
+them; without arguments the page is written again from the kept reports.
 --cpu reads the JSON report of a CPU zoo run (KILN_ZOO_REPORT=zoo.json python3 -m pytest tests/zoo);
 --run runs the CPU zoo first (with the build in build/, or KILN_LIBRARY) and reads its report.
---cuda reads the JSON of tests/gpu/test_zoo_cuda.py ($OUT/zoo_cuda.json of a GPU run); without
-it the CUDA columns say "not run". The registry (tests/zoo/zoo_models.py) gives the rows, so a
-model the report lacks reads "not run" too.
+--cuda reads the JSON of tests/gpu/test_zoo_cuda.py runs ($OUT/zoo_cuda.json of a GPU run), in
+order: a later report's row replaces an earlier one of the same model, dtype and mode. Each kept
+row records the torch (and GPU) of the run that produced it. The registry
+(tests/zoo/zoo_models.py) gives the rows, so a model no report covers reads "not run".
 """
+
 
 from __future__ import annotations
 
@@ -23,6 +27,7 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+DATA = REPO / "docs" / "data"
 sys.path.insert(0, str(REPO / "tests" / "zoo"))
 
 from zoo_models import KINDS, ZOO, compact  # noqa: E402
@@ -108,7 +113,9 @@ def render(cpu_doc: dict | None, cuda_doc: dict | None) -> str:
         "masks tie within bf16 rounding), float64 for fp32 (within 1.5x + 1e-3; an ill-conditioned model",
         "whose reductions run in another order than eager's). An output farther than that is Inductor's",
         "(xfail) when Inductor's own torch.compile of the model is as far from the wider model. A CUDA",
-        "cell names the dtypes that ran where they are not all of them.",
+        "cell names the dtypes that ran where they are not all of them. The runs' reports are kept in",
+        "docs/data/ (zoo_cpu.json, zoo_cuda.json), one row per run with its measured error; a run of",
+        "part of the zoo replaces only its own rows (scripts/zoo_coverage.py).",
         "",
         "Results: " + ", ".join(f"{v} = {OUTCOMES[k]}" for k, v in CELL.items() if k != "pass")
         + " (bold: a failure of Kiln's).",
@@ -116,9 +123,9 @@ def render(cpu_doc: dict | None, cuda_doc: dict | None) -> str:
     ]
     env = []
     if cpu_doc:
-        env.append(f"CPU: torch {cpu_doc.get('torch', '?')}")
+        env.append(f"CPU: {environments(cpu_doc)}")
     if cuda_doc:
-        env.append(f"CUDA: torch {cuda_doc.get('torch', '?')} on {cuda_doc.get('gpu', '?')}")
+        env.append(f"CUDA: {environments(cuda_doc)}")
     if env:
         lines += ["Last runs: " + "; ".join(env) + ".", ""]
     counts = {}
@@ -133,8 +140,13 @@ def render(cpu_doc: dict | None, cuda_doc: dict | None) -> str:
             dtypes = ", ".join(sorted({r["dtype"] for r in rows}))
             models = len({r["name"] for r in rows})
             passed = sum(r["status"] == "pass" for r in rows)
+            others = {}
+            for r in rows:
+                if r["status"] != "pass":
+                    others[r["status"]] = others.get(r["status"], 0) + 1
+            rest = ", ".join(f"{n} {CELL.get(k, k).strip('*')}" for k, n in sorted(others.items(), key=lambda kv: -kv[1]))
             lines += [f"CUDA {mode} ({dtypes}): {models} of {len(ZOO)} architectures run, {passed} of {len(rows)} "
-                      "runs pass.", ""]
+                      f"runs pass{'; the others: ' + rest if rest else ''}.", ""]
     lines += ["| architecture | kind | CPU | CUDA triton-only | CUDA fallbacks | reason for each failure |",
               "|---|---|---|---|---|---|"]
     order = sorted(ZOO.values(), key=lambda m: (KINDS.index(m.kind), m.family.lower()))
@@ -156,16 +168,61 @@ def render(cpu_doc: dict | None, cuda_doc: dict | None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merge(kept: dict | None, reports: list[dict], key) -> dict | None:
+    """The kept report with the rows of `reports` (in order) replacing its rows of the same key;
+    every row records the torch (and GPU) of the run it came from."""
+    if kept is None and not reports:
+        return None
+    rows: dict = {}
+    doc: dict = {}
+    for report in ([kept] if kept else []) + reports:
+        run = {k: report[k] for k in ("torch", "gpu") if k in report}
+        doc.update({k: v for k, v in report.items() if k != "rows"})
+        for r in report.get("rows", []):
+            rows[key(r)] = {**run, **r} if report is kept else {**r, **run}
+    order = {name: i for i, name in enumerate(ZOO)}
+    doc["rows"] = sorted(rows.values(), key=lambda r: (order.get(r["name"], len(order)), r["name"], key(r)))
+    return doc
+
+
+def environments(doc: dict | None) -> str:
+    """The runs' torch (and GPU) versions, from the rows (a kept report mixes runs)."""
+    seen = []
+    for r in (doc or {}).get("rows", []):
+        env = f"torch {r.get('torch', (doc or {}).get('torch', '?'))}"
+        if "gpu" in r or (doc or {}).get("gpu"):
+            env += f" on {r.get('gpu', (doc or {}).get('gpu'))}"
+        if env not in seen:
+            seen.append(env)
+    return ", ".join(seen)
+
+
+def read(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def write(path: Path, doc: dict | None) -> None:
+    if doc is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=1) + "\n")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[1])
-    src = ap.add_mutually_exclusive_group(required=True)
+    src = ap.add_mutually_exclusive_group()
     src.add_argument("--cpu", type=Path, help="JSON report of a CPU zoo run (KILN_ZOO_REPORT)")
     src.add_argument("--run", action="store_true", help="run the CPU zoo now and use its report")
-    ap.add_argument("--cuda", type=Path, help="zoo_cuda.json of a GPU run (tests/gpu/test_zoo_cuda.py)")
+    ap.add_argument("--cuda", type=Path, nargs="+", default=[],
+                    help="zoo_cuda.json of GPU runs (tests/gpu/test_zoo_cuda.py), later ones winning")
+    ap.add_argument("--data", type=Path, default=DATA, help="where the kept reports are (docs/data)")
     ap.add_argument("--out", type=Path, default=REPO / "docs" / "coverage.md")
     args = ap.parse_args()
-    cpu_doc = run_cpu_zoo() if args.run else json.loads(args.cpu.read_text())
-    cuda_doc = json.loads(args.cuda.read_text()) if args.cuda else None
+    new_cpu = [run_cpu_zoo()] if args.run else [json.loads(args.cpu.read_text())] if args.cpu else []
+    cpu_doc = merge(read(args.data / "zoo_cpu.json"), new_cpu, lambda r: r["name"])
+    cuda_doc = merge(read(args.data / "zoo_cuda.json"), [json.loads(p.read_text()) for p in args.cuda],
+                     lambda r: (r["name"], r["dtype"], r["mode"]))
+    write(args.data / "zoo_cpu.json", cpu_doc)
+    write(args.data / "zoo_cuda.json", cuda_doc)
     args.out.write_text(render(cpu_doc, cuda_doc))
     print(f"wrote {args.out}")
     return 0

@@ -52,6 +52,17 @@ def cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+def visible_gpus() -> list[str]:
+    """The CUDA device ids this process may use, as CUDA_VISIBLE_DEVICES names them for a child
+    process (every GPU torch sees where the variable is unset)."""
+    import torch
+
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if listed is not None:
+        return [d.strip() for d in listed.split(",") if d.strip()]
+    return [str(i) for i in range(torch.cuda.device_count())]
+
+
 def build_file(relative: str, how: str = "") -> Path:
     """A file of the build under test; missing() when it is not there."""
     path = BUILD / relative

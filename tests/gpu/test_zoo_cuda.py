@@ -7,7 +7,8 @@ Outcomes are those of the CPU zoo (tests/zoo/zoo_report.py): torch.export or Ind
 on their own is an xfail; missing fallback ops, an export only Kiln fails, a failed run or a
 difference from eager fail. After the run the table is printed and, with OUT set, written to
 $OUT/zoo_cuda.json, which `scripts/zoo_coverage.py --cuda` reads for docs/coverage.md.
-The selected cases are exported first, in KILN_GPU_JOBS worker processes; KILN_GPU_KEEP=DIR
+The selected cases are exported first, in KILN_GPU_JOBS worker processes spread over the
+visible GPUs; KILN_GPU_KEEP=DIR
 keeps the programs (and KILN_GPU_REUSE=1 runs those already there)."""
 
 from __future__ import annotations
@@ -69,10 +70,11 @@ def programs(request, tmp_path_factory) -> dict[tuple, dict]:
     cases = gpu_support.selected_params(request, "test_zoo_cuda", "case")
     paths = {c: workdir / "{}_{}_{}.kiln".format(*c) for c in cases}
     jobs = {c: (*c, str(paths[c])) for c in cases if not (REUSE and paths[c].is_file())}
-    results = zoo_report.export_all(jobs, _export_worker, gpu_support.JOBS)
+    gpus = gpu_support.visible_gpus()
+    results = zoo_report.export_all(jobs, _export_worker, gpu_support.JOBS, gpus=gpus)
     # Many exports autotuning on one GPU at once can exhaust its memory: those run again alone.
     retry = {c: jobs[c] for c, r in results.items() if r["status"] == "out_of_memory"}
-    results.update(zoo_report.export_all(retry, _export_worker, 1))
+    results.update(zoo_report.export_all(retry, _export_worker, 1, gpus=gpus))
     reused = {"status": "ok", "detail": "", "missing": [], "export_s": None}
     return {c: {**results.get(c, reused), "path": paths[c]} for c in cases}
 

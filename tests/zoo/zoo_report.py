@@ -112,16 +112,20 @@ def compare(model, fresh_inputs: list[tuple], run_kiln: Callable[[tuple], list],
     return worst, problems
 
 
-def export_all(jobs: dict[Any, tuple], worker: Callable, workers: int, log: Callable[[str], None] = print) -> dict:
+def export_all(jobs: dict[Any, tuple], worker: Callable, workers: int, log: Callable[[str], None] = print,
+               gpus: list[str] | None = None) -> dict:
     """worker(*args) for every key -> args of `jobs` in `workers` spawned processes (each export
-    gets a fresh Inductor; a crash takes down one worker, not the test run). Returns key -> the
-    worker's result dict, or {status: kiln_export_failed, detail} where the worker died."""
+    gets a fresh Inductor; a crash takes down one worker, not the test run). With `gpus` (CUDA
+    device ids), the workers take them in turn, so that many exports autotuning at once share
+    the memory of every GPU instead of exhausting the first. Returns key -> the worker's result
+    dict, or {status: kiln_export_failed, detail} where the worker died."""
     results: dict[Any, Any] = {}
     if not jobs:
         return results
     ctx = multiprocessing.get_context("spawn")
+    turn = ctx.Value("i", 0)
     with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, min(workers, len(jobs))), mp_context=ctx,
-                                                initializer=_worker_init) as pool:
+                                                initializer=_worker_init, initargs=(gpus or [], turn)) as pool:
         futures = {pool.submit(worker, *args): key for key, args in jobs.items()}
         for fut in concurrent.futures.as_completed(futures):
             key = futures[fut]
@@ -135,7 +139,12 @@ def export_all(jobs: dict[Any, tuple], worker: Callable, workers: int, log: Call
     return results
 
 
-def _worker_init() -> None:
+def _worker_init(gpus: list[str], turn) -> None:
+    if gpus:
+        with turn.get_lock():
+            index, turn.value = turn.value, turn.value + 1
+        # Before torch starts CUDA in this process.
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpus[index % len(gpus)]
     # Two export processes share the machine's cores: Inductor's own pool of compile
     # subprocesses per worker would only add start-up time and contention.
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
