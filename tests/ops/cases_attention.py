@@ -23,6 +23,21 @@ def _sdpa_cpu(g):
     q, k, v = g.tensor((1, 2, 4, 8)), g.tensor((1, 2, 6, 8)), g.tensor((1, 2, 6, 8))
     yield Case(dict(query=q, key=k, value=v, dropout_p=0.0, is_causal=False, attn_mask=g.tensor((1, 1, 4, 6)),
                     scale=0.3), rtol=1e-4, atol=1e-4, reference=_math_sdpa, id="mask")
+    # 16 query rows or more, with more scores than one block holds, run in row blocks over
+    # packed k^T and v (sdpa.cpp): 1000 keys give blocks of 60 rows, so 130 rows end in a
+    # partial block; 1000 keys and head size 40 end in partial 32-column panels; 4 query heads
+    # over 2 key/value heads; causal blocks stop at their last row's key.
+    q, k, v = g.tensor((1, 4, 130, 40)), g.tensor((1, 2, 1000, 40)), g.tensor((1, 2, 1000, 40))
+    for causal in (False, True):
+        yield Case(dict(query=q, key=k, value=v, dropout_p=0.0, is_causal=causal, attn_mask=None, scale=None),
+                   rtol=1e-4, atol=1e-4, reference=_math_sdpa, id=f"blocked-causal{int(causal)}")
+    yield Case(dict(query=q, key=k, value=v, dropout_p=0.0, is_causal=False,
+                    attn_mask=g.tensor((1, 4, 130, 1000)), scale=0.2),
+               rtol=1e-4, atol=1e-4, reference=_math_sdpa, id="blocked-mask")
+    q, k, v = (g.tensor((1, 2, 40, 16), torch.bfloat16), g.tensor((1, 2, 2000, 16), torch.bfloat16),
+               g.tensor((1, 2, 2000, 16), torch.bfloat16))
+    yield Case(dict(query=q, key=k, value=v, dropout_p=0.0, is_causal=True, attn_mask=None, scale=None),
+               rtol=2e-2, atol=2e-2, reference=_math_sdpa, id="blocked-bf16")
 
 
 def _output_only(kwargs, ref_kwargs, got, expected):

@@ -1,9 +1,17 @@
 // aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu: softmax(q k^T *
 // scale + mask) v per (batch, head), with the per-row logsumexp that ATen's
 // CPU flash kernel also returns. Computed in float32 (bf16/fp16 inputs are
-// widened) with two GEMMs per (batch, head) on an L x S score block; the
-// (batch, head) pairs are spread over the model call's OpenMP threads
-// (parallel_for.h).
+// widened) with two GEMMs per (batch, head); the (batch, head) pairs are
+// spread over the model call's OpenMP threads (parallel_for.h).
+//
+// Long queries (L >= kBlockedMinRows and more than kBlockScoreFloats scores
+// per head, on AVX-512) run in blocks of query rows: k^T (scaled) and v are
+// packed for packed_gemm once per key/value head a thread meets, and each
+// block's score rows stay in L2 from the first product through the softmax
+// to the second. One L x S score matrix per head (9 MB for Whisper's 1500
+// frames) went through memory three times, and OpenBLAS packed k and v again
+// on every call. Smaller heads keep one BLAS product each (measured the
+// same), and a decode step's one row reads k and v once without packing.
 //
 // Semantics follow the ATen op:
 //  - q [B, Hq, L, E], k and v [B, Hkv, S, E]; Hkv may divide Hq (grouped-query
@@ -26,6 +34,7 @@
 #include "shims/common/layout_util.h"
 #include "devices/cpu/float_io.h"
 #include "devices/cpu/gemm.h"
+#include "devices/cpu/packed_gemm.h"
 #include "shims/cpu/op_args.h"
 #include "devices/cpu/parallel_for.h"
 #include "devices/cpu/softmax_row.h"
@@ -68,6 +77,19 @@ Heads float_heads(const Tensor& t, std::vector<float>& scratch) {
   scratch = to_floats(t);
   const int64_t h = t.size(1), r = t.size(2), c = t.size(3);
   return {scratch.data(), {h * r * c, r * c, c, 1}};
+}
+
+// Query rows from which the blocked path pays for packing k and v per head.
+constexpr int64_t kBlockedMinRows = 16;
+// Floats of score rows per block: 64 K floats (256 KB) stay in L2 between the
+// two products.
+constexpr int64_t kBlockScoreFloats = 64 * 1024;
+
+// Query rows per block: as many score rows of length S as fit the block, a
+// multiple of packed_gemm's tile height, at least one tile.
+int64_t block_rows(int64_t S) {
+  const int64_t rows = kBlockScoreFloats / std::max<int64_t>(S, 1) / kPackedTileRows * kPackedTileRows;
+  return std::max(rows, kPackedTileRows);
 }
 
 // row[j] += mask[j] (float masks) or row[j] = -inf where mask[j] is false.
@@ -147,32 +169,83 @@ KILN_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attenti
     const char* mbase = mask ? static_cast<const char*>(mask->data_ptr()) : nullptr;
     const auto melem = mask ? static_cast<int64_t>(element_size(mask->dtype())) : 0;
     float* lse_data = lse.data<float>();
-    // (batch, head) pairs are independent and each is computed the same way on
-    // whichever thread takes it, so the result does not depend on the thread
-    // count. Their GEMMs run single-threaded inside the region.
-    KILN_RETURN_IF_ERROR(parallel_for(B * H, 1, [&](int64_t begin, int64_t end) -> Error {
-      std::vector<float> scores(static_cast<size_t>(L * S));
-      for (int64_t bh = begin; bh < end; ++bh) {
-        const int64_t b = bh / H, h = bh % H;
-        const int64_t hk = h / (H / Hkv);
-        // scores = scale * q @ k^T
-        KILN_RETURN_IF_ERROR(gemm<float>(qh.matrix(b, h, L, E), kh.matrix(b, hk, S, E).transposed(),
-                                         {scores.data(), L, S, S, 1}, sc, 0.0f));
-        for (int64_t i = 0; i < L; ++i) {
-          float* row = scores.data() + i * S;
-          if (mask) add_mask(row, S, mbase + (b * mst[0] + h * mst[1] + i * mst[2]) * melem, mst[3] * melem,
-                             mask->dtype());
-          // Causal: only keys j <= i take part; the rest get probability 0.
-          const int64_t n = is_causal ? std::min(i + 1, S) : S;
-          for (int64_t j = n; j < S; ++j) row[j] = 0.0f;
-          lse_data[b * L * H + i * H + h] = softmax_in_place(row, n);
-        }
-        // out = P @ v
-        KILN_RETURN_IF_ERROR(gemm<float>({scores.data(), L, S, S, 1}, vh.matrix(b, hk, S, E),
-                                         {odata + b * ost[0] + h * ost[1], L, E, ost[2], ost[3]}, 1.0f, 0.0f));
+    // Masks, the causal cut and the softmax of score rows [i0, i0 + rows) of (b, h), whose
+    // scores start at `block`, over their first `cols` keys (the rest are not read).
+    auto softmax_rows = [&](float* block, int64_t b, int64_t h, int64_t i0, int64_t rows, int64_t cols) {
+      for (int64_t i = i0; i < i0 + rows; ++i) {
+        float* row = block + (i - i0) * S;
+        if (mask) add_mask(row, cols, mbase + (b * mst[0] + h * mst[1] + i * mst[2]) * melem, mst[3] * melem,
+                           mask->dtype());
+        // Causal: only keys j <= i take part; the rest get probability 0.
+        const int64_t n = is_causal ? std::min(i + 1, cols) : cols;
+        for (int64_t j = n; j < cols; ++j) row[j] = 0.0f;
+        lse_data[b * L * H + i * H + h] = softmax_in_place(row, n);
       }
-      return Error::Ok;
-    }));
+    };
+    // Blocked only where the whole score matrix would outgrow the block: below that the
+    // one-product path measured the same.
+    const bool blocked = L >= kBlockedMinRows && L * S > kBlockScoreFloats && E >= 1 && packed_gemm_available() &&
+                         qh.strides[3] == 1 && ost[3] == 1;
+    if (blocked) {
+      // Work items are (batch, head, block of query rows), in that order, so that few heads still
+      // fill the team; a thread's contiguous range packs each key/value head it meets once (the
+      // query heads that share one under GQA included). Each item is computed the same way on
+      // whichever thread takes it, so the result does not depend on the thread count.
+      const int64_t rows_per_block = std::min(block_rows(S), L);
+      const int64_t blocks = (L + rows_per_block - 1) / rows_per_block;
+      KILN_RETURN_IF_ERROR(parallel_for(B * H * blocks, 1, [&](int64_t begin, int64_t end) -> Error {
+        std::vector<float> scores(static_cast<size_t>(rows_per_block * S));
+        std::vector<float> keys(static_cast<size_t>(packed_b_floats(E, S)));
+        std::vector<float> values(static_cast<size_t>(packed_b_floats(S, E)));
+        int64_t packed = -1;  // b * Hkv + hk of the key/value head in `keys` and `values`
+        for (int64_t item = begin; item < end; ++item) {
+          const int64_t bh = item / blocks, i0 = item % blocks * rows_per_block;
+          const int64_t b = bh / H, h = bh % H;
+          const int64_t hk = h / (H / Hkv);
+          if (b * Hkv + hk != packed) {
+            // k^T (E x S) with the scale folded in, and v (S x E), as packed_gemm's right operands.
+            const MatrixView<const float> km = kh.matrix(b, hk, S, E), vm = vh.matrix(b, hk, S, E);
+            pack_b(km.data, E, S, km.col_stride, km.row_stride, keys.data());
+            for (float& x : keys) x *= sc;
+            pack_b(vm.data, S, E, vm.row_stride, vm.col_stride, values.data());
+            packed = b * Hkv + hk;
+          }
+          const MatrixView<const float> qm = qh.matrix(b, h, L, E);
+          float* ohead = odata + b * ost[0] + h * ost[1];
+          const int64_t rows = std::min(rows_per_block, L - i0);
+          // Causal: the block's last row sees keys up to its own index, none past them.
+          const int64_t cols = is_causal ? std::min(S, i0 + rows) : S;
+          packed_gemm(rows, cols, E, qm.data + i0 * qm.row_stride, qm.row_stride, keys.data(), nullptr,
+                      scores.data(), S);
+          softmax_rows(scores.data(), b, h, i0, rows, cols);
+          // P @ v over the first `cols` keys, one 32-column panel of v at a time (a panel holds
+          // all S rows).
+          for (int64_t j0 = 0; j0 < E; j0 += kPackedPanelCols)
+            packed_gemm(rows, std::min(kPackedPanelCols, E - j0), cols, scores.data(), S, values.data() + j0 * S,
+                        nullptr, ohead + i0 * ost[2] + j0, ost[2]);
+        }
+        return Error::Ok;
+      }));
+    } else {
+      // (batch, head) pairs are independent and each is computed the same way on
+      // whichever thread takes it, so the result does not depend on the thread
+      // count. Their GEMMs run single-threaded inside the region.
+      KILN_RETURN_IF_ERROR(parallel_for(B * H, 1, [&](int64_t begin, int64_t end) -> Error {
+        std::vector<float> scores(static_cast<size_t>(L * S));
+        for (int64_t bh = begin; bh < end; ++bh) {
+          const int64_t b = bh / H, h = bh % H;
+          const int64_t hk = h / (H / Hkv);
+          // scores = scale * q @ k^T
+          KILN_RETURN_IF_ERROR(gemm<float>(qh.matrix(b, h, L, E), kh.matrix(b, hk, S, E).transposed(),
+                                           {scores.data(), L, S, S, 1}, sc, 0.0f));
+          softmax_rows(scores.data(), b, h, 0, L, S);
+          // out = P @ v
+          KILN_RETURN_IF_ERROR(gemm<float>({scores.data(), L, S, S, 1}, vh.matrix(b, hk, S, E),
+                                           {odata + b * ost[0] + h * ost[1], L, E, ost[2], ost[3]}, 1.0f, 0.0f));
+        }
+        return Error::Ok;
+      }));
+    }
     if (out.dtype() != DType::Float32) store_floats(o.data(), out);
     AtenTensorHandle h0 = new_handle(std::move(out));
     AtenTensorHandle h1 = h0 ? new_handle(std::move(lse)) : nullptr;

@@ -912,9 +912,12 @@ TEST(CpuAttention, SameResultWithAnyThreadCount) {
     bool causal;
   };
   // 6 and 5 (batch, head) pairs: uneven over 4 threads; GQA; one pair only
-  // (its GEMMs are then split instead, see CpuGemm below).
+  // (its GEMMs are then split instead, see CpuGemm below). Then pairs whose
+  // scores outgrow a block, computed in blocks of query rows (sdpa.cpp): one
+  // pair of 5 blocks over the team, and 3 query heads on one key/value head.
   for (const Case& c : {Case{2, 3, 3, 33, 33, 16, true}, Case{1, 5, 1, 20, 47, 8, false},
-                        Case{1, 1, 1, 128, 128, 64, true}}) {
+                        Case{1, 1, 1, 128, 128, 64, true}, Case{1, 1, 1, 230, 800, 24, true},
+                        Case{1, 3, 1, 100, 700, 40, false}}) {
     std::string name = "B";  // appended step by step: GCC 12 flags a long + chain (-Wrestrict, false positive)
     name += std::to_string(c.B);
     name += " H";
@@ -929,8 +932,9 @@ TEST(CpuAttention, SameResultWithAnyThreadCount) {
       const OpenmpThreads::Scope scope(gomp(), threads);
       const auto [got, got_lse] = sdpa_outputs(c.B, c.H, c.Hkv, c.L, c.S, c.E, c.causal, nullptr, nullptr);
       expect_close(got, want, 1e-5, name + " output, " + std::to_string(threads) + " threads");
-      if (c.B * c.H > 1) {
-        // Each (batch, head) pair is computed the same way on whichever thread: bit for bit the same.
+      if (c.B * c.H > 1 || c.L * c.S > 64 * 1024) {
+        // Each (batch, head) pair (or block of its rows) is computed the same way on whichever
+        // thread: bit for bit the same.
         EXPECT_EQ(got, one) << name << ", " << threads << " threads";
         EXPECT_EQ(got_lse, one_lse) << name << ", " << threads << " threads";
       }
