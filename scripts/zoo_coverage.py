@@ -94,6 +94,14 @@ def cuda_cell(rows: list[dict] | None) -> tuple[str, list[str]]:
     return "; ".join(parts), reasons
 
 
+def tally(rows) -> str:
+    """How many rows ended in each outcome, the most common first ("95 pass, 2 Inductor fails")."""
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    return ", ".join(f"{n} {CELL.get(k, k).strip('*')}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
 def render(cpu_doc: dict | None, cuda_doc: dict | None) -> str:
     cpu = cpu_rows(cpu_doc)
     cuda = cuda_rows(cuda_doc)
@@ -128,23 +136,15 @@ def render(cpu_doc: dict | None, cuda_doc: dict | None) -> str:
         env.append(f"CUDA: {environments(cuda_doc)}")
     if env:
         lines += ["Last runs: " + "; ".join(env) + ".", ""]
-    counts = {}
-    for r in cpu.values():
-        counts[r["status"]] = counts.get(r["status"], 0) + 1
     if cpu:
-        summary = ", ".join(f"{n} {CELL.get(k, k).strip('*')}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
-        lines += [f"CPU: {len(cpu)} of {len(ZOO)} architectures run: {summary}.", ""]
+        lines += [f"CPU: {len(cpu)} of {len(ZOO)} architectures run: {tally(cpu.values())}.", ""]
     for mode in ("triton-only", "fallbacks"):
         rows = [r for (name, m), rs in cuda.items() if m == mode for r in rs]
         if rows:
             dtypes = ", ".join(sorted({r["dtype"] for r in rows}))
             models = len({r["name"] for r in rows})
             passed = sum(r["status"] == "pass" for r in rows)
-            others = {}
-            for r in rows:
-                if r["status"] != "pass":
-                    others[r["status"]] = others.get(r["status"], 0) + 1
-            rest = ", ".join(f"{n} {CELL.get(k, k).strip('*')}" for k, n in sorted(others.items(), key=lambda kv: -kv[1]))
+            rest = tally(r for r in rows if r["status"] != "pass")
             lines += [f"CUDA {mode} ({dtypes}): {models} of {len(ZOO)} architectures run, {passed} of {len(rows)} "
                       f"runs pass{'; the others: ' + rest if rest else ''}.", ""]
     lines += ["| architecture | kind | CPU | CUDA triton-only | CUDA fallbacks | reason for each failure |",
@@ -179,19 +179,18 @@ def merge(kept: dict | None, reports: list[dict], key) -> dict | None:
         run = {k: report[k] for k in ("torch", "gpu") if k in report}
         doc.update({k: v for k, v in report.items() if k != "rows"})
         for r in report.get("rows", []):
-            rows[key(r)] = {**run, **r} if report is kept else {**r, **run}
+            rows[key(r)] = {**run, **r}  # a kept row keeps the run it came from
     order = {name: i for i, name in enumerate(ZOO)}
     doc["rows"] = sorted(rows.values(), key=lambda r: (order.get(r["name"], len(order)), r["name"], key(r)))
     return doc
 
 
-def environments(doc: dict | None) -> str:
+def environments(doc: dict) -> str:
     """The runs' torch (and GPU) versions, from the rows (a kept report mixes runs)."""
     seen = []
-    for r in (doc or {}).get("rows", []):
-        env = f"torch {r.get('torch', (doc or {}).get('torch', '?'))}"
-        if "gpu" in r or (doc or {}).get("gpu"):
-            env += f" on {r.get('gpu', (doc or {}).get('gpu'))}"
+    for r in doc.get("rows", []):
+        gpu = r.get("gpu", doc.get("gpu"))
+        env = f"torch {r.get('torch', doc.get('torch', '?'))}" + (f" on {gpu}" if gpu else "")
         if env not in seen:
             seen.append(env)
     return ", ".join(seen)
